@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_AGENT_H
+#define ZKELECT_AGENT_H
+
+/*
+ * The one struct agent, owned by main() and passed to every callback. It
+ * lives on the main thread; only the libevent loop touches it.
+ *
+ * Error contract for every module: functions return 0 on success and -1 on
+ * failure, having logged why; fatal()/fatalx() only at start-up.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "election.h"
+
+struct event_base;
+struct event;
+struct zk;
+struct api;
+
+struct agent_stats {
+	uint64_t	 transitions;		/* role changes */
+	uint64_t	 api_requests;
+	uint64_t	 api_rejected;		/* connections over the cap */
+};
+
+struct agent {
+	struct config		*conf;
+	struct event_base	*base;
+	struct election		 election;
+	struct zk		*zk;
+	struct api		*api;
+	struct event		*ev_sigterm, *ev_sigint;
+	struct event		*ev_stop_timeout;
+	struct agent_stats	 stats;
+	uint64_t		 started;	/* ms, clock_now_ms */
+	int			 exit_code;
+};
+
+/* zk.c: the driver that turns election actions into ZooKeeper calls. */
+struct zk *zk_open(struct agent *agent);
+void zk_close(struct zk *zk);
+/* Feeds one event to the election and performs the resulting actions. */
+void zk_feed(struct zk *zk, struct election_event *ev);
+/* Tells the election (from the loop) that the app has been told of a loss. */
+void zk_notified(struct zk *zk);
+
+/* api.c: the local HTTP API on the Unix socket and the TCP listener. */
+struct api *api_open(struct agent *agent);
+void api_close(struct api *api);
+/* Called after every election step whose report changed (long polls). */
+void api_changed(struct api *api);
+
+/* main.c */
+/* The election told us our role changed; tell the app. Returns true when
+ * the app has been told (EV_NOTIFIED may follow at once). */
+bool agent_notify(struct agent *agent, const struct election_action *a);
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_API_H
+#define ZKELECT_API_H
+
+#include <stdint.h>
+
+struct evbuffer;
+struct api;
+struct election;
+
+enum api_endpoint {
+	API_STATUS, API_LEADER, API_HEALTH, API_RESIGN, API_METRICS, API_OTHER,
+	API_ENDPOINT_MAX
+};
+
+/* Response codes counted per endpoint; the last slot counts the rest. */
+#define API_CODES	{ 200, 400, 403, 404, 405, 408, 413, 431, 501, 503, 0 }
+#define API_CODE_MAX	11
+
+void api_json_string(struct evbuffer *out, const char *s);
+void api_status_json(const struct election *e, uint64_t now, struct evbuffer *out);
+uint64_t api_request_count(const struct api *api, enum api_endpoint ep, int code_index);
+
+/* metrics.c: the Prometheus text exposition of GET /metrics. */
+void api_metrics(struct api *api, uint64_t now, struct evbuffer *out);
+struct agent *api_agent(struct api *api);
+
+#endif

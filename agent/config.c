@@ -1,0 +1,1026 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading and validating the YAML configuration (DESIGN.md §1). The file is
+ * loaded whole with libyaml's document API, then walked against a table of
+ * known keys per section. Every problem is printed as "FILE:LINE:COL: message"
+ * (1-based) and the walk goes on, so that one run shows all of them; the load
+ * fails if there was any. Every value is a string to us: plain and quoted
+ * scalars are treated alike, and YAML's own typing is ignored.
+ */
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "config.h"
+
+#define DEFAULT_SOCKET		"/run/zkelect/zkelect.sock"
+#define DEFAULT_SOCKET_MODE	0660
+#define DEFAULT_SESSION_MS	6000
+#define DEFAULT_HOOK_MS		10000
+#define SESSION_MIN_MS		100
+#define SESSION_MAX_MS		(10 * 60 * 1000)
+#define ID_MAX			255
+#define SIGNAL_MAX		64
+#define SUN_PATH_LEN		sizeof(((struct sockaddr_un *)NULL)->sun_path)
+#define SHOW_MAX		64	/* bytes of a user's value shown in a message */
+
+struct loader {
+	const char	*file;
+	FILE		*errs;
+	yaml_document_t	*doc;
+	struct config	*conf;
+	int		 nerrors;
+	bool		 pidfile_seen;
+	bool		 signal_seen;
+	yaml_mark_t	 signal_mark;	/* of the first signal key */
+	const char	*signal_key;
+};
+
+enum kind {
+	K_SECTION,
+	K_STRING,
+	K_DURATION,
+	K_BOOL,
+	K_ARGV,
+	K_SIGNAL,
+	K_MODE,
+	K_LEVEL,
+	K_FORMAT,
+};
+
+struct key;
+typedef void (*check_fn)(struct loader *, const char *, const yaml_mark_t *,
+    const char *);
+
+struct key {
+	const char		*name;
+	enum kind		 kind;
+	size_t			 off;		/* field in struct config */
+	bool			 required;	/* sections: report required children when absent */
+	check_fn		 check;		/* K_STRING: extra validation */
+	const struct key	*sub;		/* K_SECTION: its keys */
+	uint64_t		 min_ms, max_ms; /* K_DURATION: bounds */
+};
+
+static void check_servers(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_path(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_id(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_socket(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_listen(struct loader *, const char *, const yaml_mark_t *, const char *);
+
+#define F(field)	offsetof(struct config, field)
+
+static const struct key auth_keys[] = {
+	{ "scheme", K_STRING, F(zk_auth_scheme), true, NULL, NULL, 0, 0 },
+	{ "credentials", K_STRING, F(zk_auth_credentials), true, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key zookeeper_keys[] = {
+	{ "servers", K_STRING, F(zk_servers), true, check_servers, NULL, 0, 0 },
+	{ "session_timeout", K_DURATION, F(zk_session_timeout_ms), false, NULL, NULL,
+	    SESSION_MIN_MS, SESSION_MAX_MS },
+	{ "auth", K_SECTION, 0, false, NULL, auth_keys, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key election_keys[] = {
+	{ "path", K_STRING, F(election_path), true, check_path, NULL, 0, 0 },
+	{ "id", K_STRING, F(election_id), false, check_id, NULL, 0, 0 },
+	{ "candidate", K_BOOL, F(election_candidate), false, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key api_keys[] = {
+	{ "socket", K_STRING, F(api_socket), false, check_socket, NULL, 0, 0 },
+	{ "socket_mode", K_MODE, F(api_socket_mode), false, NULL, NULL, 0, 0 },
+	{ "listen", K_STRING, F(api_listen), false, check_listen, NULL, 0, 0 },
+	{ "allow_tcp_resign", K_BOOL, F(api_tcp_resign), false, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key notify_keys[] = {
+	{ "on_leader", K_ARGV, F(notify_on_leader), false, NULL, NULL, 0, 0 },
+	{ "on_follower", K_ARGV, F(notify_on_follower), false, NULL, NULL, 0, 0 },
+	{ "hook_timeout", K_DURATION, F(notify_hook_timeout_ms), false, NULL, NULL,
+	    1, UINT64_MAX },
+	{ "pidfile", K_STRING, F(notify_pidfile), false, NULL, NULL, 0, 0 },
+	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0 },
+	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0 },
+	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key log_keys[] = {
+	{ "level", K_LEVEL, F(log_level), false, NULL, NULL, 0, 0 },
+	{ "format", K_FORMAT, F(log_format), false, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+static const struct key root_keys[] = {
+	{ "zookeeper", K_SECTION, 0, true, NULL, zookeeper_keys, 0, 0 },
+	{ "election", K_SECTION, 0, true, NULL, election_keys, 0, 0 },
+	{ "api", K_SECTION, 0, false, NULL, api_keys, 0, 0 },
+	{ "notify", K_SECTION, 0, false, NULL, notify_keys, 0, 0 },
+	{ "log", K_SECTION, 0, false, NULL, log_keys, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
+#undef F
+
+static const yaml_mark_t file_start = { 0, 0, 0 };
+
+static void conf_error(struct loader *, const yaml_mark_t *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+conf_error(struct loader *ld, const yaml_mark_t *mark, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(ld->errs, "%s:%zu:%zu: ", ld->file, mark->line + 1,
+	    mark->column + 1);
+	va_start(ap, fmt);
+	vfprintf(ld->errs, fmt, ap);
+	va_end(ap);
+	fputc('\n', ld->errs);
+	ld->nerrors++;
+}
+
+/*
+ * Copies a user's text for an error message: control bytes become '?', and
+ * long text is cut (at a UTF-8 boundary) and marked with "...".
+ */
+static const char *
+show(char *buf, size_t len, const char *s)
+{
+	size_t i, n = strlen(s);
+	bool cut = false;
+
+	if (n > len - 4) {
+		n = len - 4;
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+		cut = true;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	if (cut)
+		memcpy(buf + i, "...", 4);
+	else
+		buf[i] = '\0';
+	return buf;
+}
+
+static const char *
+node_kind_name(const yaml_node_t *node)
+{
+	switch (node->type) {
+	case YAML_SCALAR_NODE:
+		return "a scalar";
+	case YAML_SEQUENCE_NODE:
+		return "a sequence";
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	default:
+		return "nothing";
+	}
+}
+
+/* A plain empty, "~" or "null" scalar: YAML's null. */
+static bool
+node_is_null(const yaml_node_t *node)
+{
+	const char *s;
+
+	if (node->type != YAML_SCALAR_NODE ||
+	    node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	s = (const char *)node->data.scalar.value;
+	return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+	    strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+/*
+ * The text of a scalar value node, or NULL after reporting why there is
+ * none (wrong node type, null, empty or an embedded NUL).
+ */
+static const char *
+scalar_value(struct loader *ld, const char *what, const yaml_node_t *node)
+{
+	const char *s;
+
+	if (node->type != YAML_SCALAR_NODE) {
+		conf_error(ld, &node->start_mark, "%s: expected a scalar, not %s",
+		    what, node_kind_name(node));
+		return NULL;
+	}
+	if (node_is_null(node)) {
+		conf_error(ld, &node->start_mark, "%s: missing value", what);
+		return NULL;
+	}
+	s = (const char *)node->data.scalar.value;
+	if (strlen(s) != node->data.scalar.length) {
+		conf_error(ld, &node->start_mark, "%s: must not contain NUL bytes",
+		    what);
+		return NULL;
+	}
+	if (s[0] == '\0') {
+		conf_error(ld, &node->start_mark, "%s: must not be empty", what);
+		return NULL;
+	}
+	return s;
+}
+
+/* True when S holds a C0 or C1 control character (or DEL). */
+static bool
+has_control(const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			return true;
+	}
+	return false;
+}
+
+static void
+check_servers(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	if (has_control(s))
+		conf_error(ld, mark, "%s: must not contain control characters",
+		    what);
+}
+
+static void
+check_path(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	const char *p, *end;
+	size_t n;
+
+	if (s[0] != '/') {
+		conf_error(ld, mark, "%s: must start with '/'", what);
+		return;
+	}
+	if (has_control(s)) {
+		conf_error(ld, mark, "%s: must not contain control characters",
+		    what);
+		return;
+	}
+	n = strlen(s);
+	if (s[n - 1] == '/') {
+		conf_error(ld, mark, "%s: must not end with '/'", what);
+		return;
+	}
+	for (p = s + 1; ; p = end + 1) {
+		end = strchr(p, '/');
+		n = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (n == 0) {
+			conf_error(ld, mark, "%s: must not contain empty "
+			    "components ('//')", what);
+			return;
+		}
+		if ((n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.')) {
+			conf_error(ld, mark, "%s: must not contain '.' or '..' "
+			    "components", what);
+			return;
+		}
+		if (end == NULL)
+			break;
+	}
+	if (strcmp(s, "/zookeeper") == 0 || strncmp(s, "/zookeeper/", 11) == 0)
+		conf_error(ld, mark, "%s: /zookeeper is reserved by ZooKeeper",
+		    what);
+}
+
+static void
+check_id(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	if (strlen(s) > ID_MAX)
+		conf_error(ld, mark, "%s: longer than %d bytes", what, ID_MAX);
+	else if (has_control(s))
+		conf_error(ld, mark, "%s: must not contain control characters",
+		    what);
+}
+
+static void
+check_socket(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	if (strlen(s) >= SUN_PATH_LEN)
+		conf_error(ld, mark, "%s: longer than %zu bytes (does not fit "
+		    "in sun_path)", what, SUN_PATH_LEN - 1);
+}
+
+/* "HOST:PORT" where HOST is 127.x.x.x, localhost or [::1]. */
+static void
+check_listen(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	char buf[SHOW_MAX], host[64];
+	const char *colon, *port;
+	struct in_addr a4;
+	struct in6_addr a6;
+	unsigned long n;
+	size_t hlen;
+	bool loopback;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (close == NULL || close[1] != ':')
+			goto invalid;
+		hlen = (size_t)(close - s - 1);
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto invalid;
+		memcpy(host, s + 1, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET6, host, &a6) != 1)
+			goto invalid;
+		loopback = IN6_IS_ADDR_LOOPBACK(&a6);
+		port = close + 2;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || colon == s)
+			goto invalid;
+		hlen = (size_t)(colon - s);
+		if (hlen >= sizeof(host) || memchr(s, ':', hlen) != NULL)
+			goto invalid;
+		memcpy(host, s, hlen);
+		host[hlen] = '\0';
+		if (strcasecmp(host, "localhost") == 0)
+			loopback = true;
+		else if (inet_pton(AF_INET, host, &a4) == 1)
+			loopback = (ntohl(a4.s_addr) >> 24) == 127;
+		else
+			loopback = false;
+		port = colon + 1;
+	}
+
+	if (port[0] == '\0' || strlen(port) > 5 ||
+	    strspn(port, "0123456789") != strlen(port) ||
+	    (n = strtoul(port, NULL, 10)) < 1 || n > 65535) {
+		conf_error(ld, mark, "%s: invalid port in '%s' (use 1..65535)",
+		    what, show(buf, sizeof(buf), s));
+		return;
+	}
+	if (!loopback)
+		conf_error(ld, mark, "%s: '%s' is not a loopback address (use "
+		    "127.0.0.1, localhost or [::1])", what,
+		    show(buf, sizeof(buf), s));
+	return;
+
+invalid:
+	conf_error(ld, mark, "%s: invalid address '%s' (use HOST:PORT, e.g. "
+	    "127.0.0.1:8471)", what, show(buf, sizeof(buf), s));
+}
+
+static int
+parse_bool(const char *s, bool *out)
+{
+	if (strcasecmp(s, "true") == 0 || strcasecmp(s, "yes") == 0)
+		*out = true;
+	else if (strcasecmp(s, "false") == 0 || strcasecmp(s, "no") == 0)
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
+static int
+parse_mode(const char *s, unsigned *out)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 4 || strspn(s, "01234567") != n)
+		return -1;
+	*out = (unsigned)strtoul(s, NULL, 8);
+	return *out <= 0777 ? 0 : -1;
+}
+
+static const char *
+format_ms(char *buf, size_t len, uint64_t ms)
+{
+	if (ms % 3600000 == 0)
+		snprintf(buf, len, "%" PRIu64 "h", ms / 3600000);
+	else if (ms % 60000 == 0)
+		snprintf(buf, len, "%" PRIu64 "m", ms / 60000);
+	else if (ms % 1000 == 0)
+		snprintf(buf, len, "%" PRIu64 "s", ms / 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 "ms", ms);
+	return buf;
+}
+
+static void
+set_string(char **field, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (copy == NULL)
+		abort();	/* out of memory at start-up: nothing to save */
+	free(*field);
+	*field = copy;
+}
+
+static void
+argv_free(config_argv argv)
+{
+	char **p;
+
+	if (argv == NULL)
+		return;
+	for (p = argv; *p != NULL; p++)
+		free(*p);
+	free(argv);
+}
+
+static void
+load_argv(struct loader *ld, const char *what, const yaml_node_t *node,
+    config_argv *field)
+{
+	yaml_node_item_t *item;
+	yaml_node_t *elem;
+	char **argv, elem_what[160];
+	const char *s;
+	size_t n, i = 0;
+	bool bad = false;
+
+	if (node->type != YAML_SEQUENCE_NODE) {
+		conf_error(ld, &node->start_mark, "%s: expected a sequence "
+		    "(argv list, e.g. [\"/path/to/hook\", \"arg\"]), not %s",
+		    what, node_kind_name(node));
+		return;
+	}
+	n = (size_t)(node->data.sequence.items.top -
+	    node->data.sequence.items.start);
+	if (n == 0) {
+		conf_error(ld, &node->start_mark, "%s: must not be an empty "
+		    "list", what);
+		return;
+	}
+	if ((argv = calloc(n + 1, sizeof(*argv))) == NULL)
+		abort();
+	for (item = node->data.sequence.items.start;
+	    item < node->data.sequence.items.top; item++, i++) {
+		elem = yaml_document_get_node(ld->doc, *item);
+		snprintf(elem_what, sizeof(elem_what), "%s[%zu]", what, i);
+		if ((s = scalar_value(ld, elem_what, elem)) == NULL) {
+			bad = true;
+			continue;
+		}
+		if ((argv[i] = strdup(s)) == NULL)
+			abort();
+	}
+	if (bad) {
+		/* argv has holes: free every slot, not up to the first NULL. */
+		for (i = 0; i < n; i++)
+			free(argv[i]);
+		free(argv);
+		return;
+	}
+	argv_free(*field);
+	*field = argv;
+}
+
+static void walk_mapping(struct loader *, const struct key *, const char *,
+    const yaml_node_t *, const yaml_mark_t *);
+
+static void
+load_value(struct loader *ld, const struct key *k, const char *what,
+    const yaml_node_t *key_node, const yaml_node_t *node)
+{
+	char *base = (char *)ld->conf;
+	char buf[SHOW_MAX], b1[32], b2[32];
+	const char *s;
+	uint64_t ms;
+	unsigned mode;
+	bool b;
+	int sig;
+
+	if (k->kind == K_SECTION) {
+		if (node_is_null(node)) {
+			/* "log:" with nothing under it: an empty section. */
+			walk_mapping(ld, k->sub, what, NULL, &key_node->start_mark);
+			return;
+		}
+		if (node->type != YAML_MAPPING_NODE) {
+			conf_error(ld, &node->start_mark, "%s: expected a "
+			    "mapping, not %s", what, node_kind_name(node));
+			return;
+		}
+		walk_mapping(ld, k->sub, what, node, &key_node->start_mark);
+		return;
+	}
+	if (k->kind == K_ARGV) {
+		load_argv(ld, what, node, (config_argv *)(void *)(base + k->off));
+		return;
+	}
+
+	if ((s = scalar_value(ld, what, node)) == NULL)
+		return;
+
+	switch (k->kind) {
+	case K_STRING:
+		if (k->check != NULL) {
+			int before = ld->nerrors;
+
+			k->check(ld, what, &node->start_mark, s);
+			if (ld->nerrors != before)
+				return;
+		}
+		set_string((char **)(void *)(base + k->off), s);
+		break;
+	case K_DURATION:
+		if (config_parse_duration(s, &ms) == -1) {
+			conf_error(ld, &node->start_mark, "%s: invalid duration "
+			    "'%s' (use e.g. 500ms, 6s, 2m)", what,
+			    show(buf, sizeof(buf), s));
+			return;
+		}
+		if (k->max_ms == UINT64_MAX && ms < k->min_ms) {
+			conf_error(ld, &node->start_mark, "%s: must be greater "
+			    "than 0", what);
+			return;
+		}
+		if (ms < k->min_ms || ms > k->max_ms) {
+			conf_error(ld, &node->start_mark, "%s: must be between "
+			    "%s and %s", what, format_ms(b1, sizeof(b1), k->min_ms),
+			    format_ms(b2, sizeof(b2), k->max_ms));
+			return;
+		}
+		*(uint64_t *)(void *)(base + k->off) = ms;
+		break;
+	case K_BOOL:
+		if (parse_bool(s, &b) == -1) {
+			conf_error(ld, &node->start_mark, "%s: invalid boolean "
+			    "'%s' (use true or false)", what,
+			    show(buf, sizeof(buf), s));
+			return;
+		}
+		*(bool *)(void *)(base + k->off) = b;
+		break;
+	case K_SIGNAL:
+		if ((sig = config_parse_signal(s)) == -1) {
+			conf_error(ld, &node->start_mark, "%s: unknown signal "
+			    "'%s' (use e.g. SIGUSR1, SIGHUP or a number 1..%d)",
+			    what, show(buf, sizeof(buf), s), SIGNAL_MAX);
+			return;
+		}
+		*(int *)(void *)(base + k->off) = sig;
+		break;
+	case K_MODE:
+		if (parse_mode(s, &mode) == -1) {
+			conf_error(ld, &node->start_mark, "%s: invalid mode '%s' "
+			    "(use an octal mode such as \"0660\")", what,
+			    show(buf, sizeof(buf), s));
+			return;
+		}
+		*(unsigned *)(void *)(base + k->off) = mode;
+		break;
+	case K_LEVEL:
+		if (strcmp(s, "debug") == 0)
+			ld->conf->log_level = LOG_DEBUG;
+		else if (strcmp(s, "info") == 0)
+			ld->conf->log_level = LOG_INFO;
+		else if (strcmp(s, "warn") == 0)
+			ld->conf->log_level = LOG_WARN;
+		else if (strcmp(s, "error") == 0)
+			ld->conf->log_level = LOG_ERROR;
+		else
+			conf_error(ld, &node->start_mark, "%s: invalid level "
+			    "'%s' (use debug, info, warn or error)", what,
+			    show(buf, sizeof(buf), s));
+		break;
+	case K_FORMAT:
+		if (strcmp(s, "text") == 0)
+			ld->conf->log_format = LOG_TEXT;
+		else if (strcmp(s, "json") == 0)
+			ld->conf->log_format = LOG_JSON;
+		else
+			conf_error(ld, &node->start_mark, "%s: invalid format "
+			    "'%s' (use text or json)", what,
+			    show(buf, sizeof(buf), s));
+		break;
+	case K_SECTION:
+	case K_ARGV:
+		break;
+	}
+}
+
+/* Reports the required keys under K (a table) as missing, at MARK. */
+static void
+report_missing(struct loader *ld, const struct key *k, const char *prefix,
+    const yaml_mark_t *mark)
+{
+	char what[128];
+
+	for (; k->name != NULL; k++) {
+		if (!k->required)
+			continue;
+		if (prefix[0] != '\0')
+			snprintf(what, sizeof(what), "%s.%s", prefix, k->name);
+		else
+			snprintf(what, sizeof(what), "%s", k->name);
+		if (k->kind == K_SECTION)
+			report_missing(ld, k->sub, what, mark);
+		else
+			conf_error(ld, mark, "missing required key '%s'", what);
+	}
+}
+
+/* The index in KEYS of KEY_NODE's name, or -1 when it is not a known key. */
+static int
+find_key(const struct key *keys, const yaml_node_t *key_node)
+{
+	const char *name;
+	int i;
+
+	if (key_node->type != YAML_SCALAR_NODE)
+		return -1;
+	name = (const char *)key_node->data.scalar.value;
+	if (strlen(name) != key_node->data.scalar.length)
+		return -1;
+	for (i = 0; keys[i].name != NULL; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Walks one mapping (NULL: an empty section) against the key table KEYS.
+ * PREFIX is the dotted path of the mapping ("" at the top). Missing required
+ * keys are reported first, so that messages come in file order: at MARK, the
+ * position of the section's key, or at 1:1 for the top level and for a
+ * section that is absent altogether.
+ */
+static void
+walk_mapping(struct loader *ld, const struct key *keys, const char *prefix,
+    const yaml_node_t *map, const yaml_mark_t *mark)
+{
+	char what[128], buf[SHOW_MAX], in[SHOW_MAX + 16];
+	bool present[16] = { false }, seen[16] = { false };
+	yaml_node_pair_t *pair, *start = NULL, *top = NULL;
+	yaml_node_t *key_node, *value;
+	const struct key *k;
+	int i;
+
+	if (prefix[0] != '\0')
+		snprintf(in, sizeof(in), " in '%s'", prefix);
+	else
+		in[0] = '\0';
+	if (map != NULL) {
+		start = map->data.mapping.pairs.start;
+		top = map->data.mapping.pairs.top;
+	}
+
+	for (pair = start; pair < top; pair++) {
+		key_node = yaml_document_get_node(ld->doc, pair->key);
+		if ((i = find_key(keys, key_node)) != -1)
+			present[i] = true;
+	}
+	for (i = 0, k = keys; k->name != NULL; k++, i++) {
+		if (present[i] || !k->required)
+			continue;
+		if (prefix[0] != '\0')
+			snprintf(what, sizeof(what), "%s.%s", prefix, k->name);
+		else
+			snprintf(what, sizeof(what), "%s", k->name);
+		if (k->kind == K_SECTION)
+			report_missing(ld, k->sub, what, &file_start);
+		else
+			conf_error(ld, mark, "missing required key '%s'", what);
+	}
+
+	for (pair = start; pair < top; pair++) {
+		key_node = yaml_document_get_node(ld->doc, pair->key);
+		value = yaml_document_get_node(ld->doc, pair->value);
+		if (key_node->type != YAML_SCALAR_NODE) {
+			conf_error(ld, &key_node->start_mark, "keys must be "
+			    "scalars, not %s%s", node_kind_name(key_node), in);
+			continue;
+		}
+		if ((i = find_key(keys, key_node)) == -1) {
+			conf_error(ld, &key_node->start_mark, "unknown key "
+			    "'%s'%s", show(buf, sizeof(buf),
+			    (const char *)key_node->data.scalar.value), in);
+			continue;
+		}
+		k = &keys[i];
+		if (seen[i]) {
+			conf_error(ld, &key_node->start_mark, "duplicate key "
+			    "'%s'%s", k->name, in);
+			continue;
+		}
+		seen[i] = true;
+		if (k->kind == K_SIGNAL && !ld->signal_seen) {
+			ld->signal_seen = true;
+			ld->signal_mark = key_node->start_mark;
+			ld->signal_key = k->name;
+		} else if (k->kind == K_STRING &&
+		    k->off == offsetof(struct config, notify_pidfile))
+			ld->pidfile_seen = true;
+		if (prefix[0] != '\0')
+			snprintf(what, sizeof(what), "%s.%s", prefix, k->name);
+		else
+			snprintf(what, sizeof(what), "%s", k->name);
+		load_value(ld, k, what, key_node, value);
+	}
+}
+
+/* Checks that need more than one key, and defaults that need the system. */
+static void
+check_whole(struct loader *ld)
+{
+	struct config *conf = ld->conf;
+	char host[200], id[ID_MAX + 1];	/* 199 + ':' + pid fits */
+
+	if (ld->signal_seen && !ld->pidfile_seen)
+		conf_error(ld, &ld->signal_mark, "notify.%s: needs "
+		    "notify.pidfile (the process to signal)", ld->signal_key);
+	if (conf->election_id == NULL) {
+		if (gethostname(host, sizeof(host)) == -1)
+			strcpy(host, "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
+		set_string(&conf->election_id, id);
+	}
+}
+
+/* Maps a byte offset of the input to a mark, for reader errors. */
+static yaml_mark_t
+offset_mark(const unsigned char *text, size_t len, size_t offset)
+{
+	yaml_mark_t mark = { offset, 0, 0 };
+	size_t i;
+
+	for (i = 0; i < offset && i < len; i++) {
+		if (text[i] == '\n') {
+			mark.line++;
+			mark.column = 0;
+		} else
+			mark.column++;
+	}
+	return mark;
+}
+
+static void
+report_parser_error(struct loader *ld, const yaml_parser_t *parser,
+    const unsigned char *text, size_t len)
+{
+	yaml_mark_t mark;
+
+	switch (parser->error) {
+	case YAML_MEMORY_ERROR:
+		conf_error(ld, &file_start, "out of memory");
+		break;
+	case YAML_READER_ERROR:
+		mark = offset_mark(text, len, parser->problem_offset);
+		conf_error(ld, &mark, "%s", parser->problem != NULL ?
+		    parser->problem : "cannot decode input");
+		break;
+	default:
+		conf_error(ld, &parser->problem_mark, "%s",
+		    parser->problem != NULL ? parser->problem : "syntax error");
+		break;
+	}
+}
+
+static int
+read_file(const char *file, FILE *errs, unsigned char **text, size_t *len)
+{
+	FILE *fp;
+	unsigned char *buf = NULL, *nbuf;
+	size_t cap = 0, n = 0, got;
+
+	if ((fp = fopen(file, "r")) == NULL) {
+		fprintf(errs, "%s: cannot open: %s\n", file, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap == 0 ? 4096 : cap * 2;
+			if ((nbuf = realloc(buf, cap)) == NULL)
+				abort();
+			buf = nbuf;
+		}
+		got = fread(buf + n, 1, cap - n, fp);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(fp)) {
+		fprintf(errs, "%s: cannot read: %s\n", file, strerror(errno));
+		free(buf);
+		fclose(fp);
+		return -1;
+	}
+	fclose(fp);
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+/* Reads, checks and returns the configuration in FILE (see config.h). */
+struct config *
+config_load(const char *file, FILE *errs)
+{
+	struct loader ld = { .file = file, .errs = errs };
+	yaml_parser_t parser;
+	yaml_document_t doc, extra;
+	yaml_node_t *root;
+	struct config *conf;
+	unsigned char *text;
+	size_t len;
+
+	if (read_file(file, errs, &text, &len) == -1)
+		return NULL;
+
+	if ((conf = calloc(1, sizeof(*conf))) == NULL)
+		abort();
+	set_string(&conf->file, file);
+	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
+	conf->election_candidate = true;
+	set_string(&conf->api_socket, DEFAULT_SOCKET);
+	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
+	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
+	conf->log_level = LOG_INFO;
+	conf->log_format = LOG_TEXT;
+	ld.conf = conf;
+	ld.doc = &doc;
+
+	if (!yaml_parser_initialize(&parser))
+		abort();
+	yaml_parser_set_input_string(&parser, text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		report_parser_error(&ld, &parser, text, len);
+		goto done;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (root == NULL || node_is_null(root)) {
+		conf_error(&ld, &file_start, "empty configuration");
+	} else if (root->type != YAML_MAPPING_NODE) {
+		conf_error(&ld, &root->start_mark, "expected a mapping at the "
+		    "top level, not %s", node_kind_name(root));
+	} else
+		walk_mapping(&ld, root_keys, "", root, &file_start);
+
+	/* A second document would be silently ignored: refuse it. */
+	if (root != NULL) {
+		if (!yaml_parser_load(&parser, &extra))
+			report_parser_error(&ld, &parser, text, len);
+		else {
+			if (yaml_document_get_root_node(&extra) != NULL)
+				conf_error(&ld, &extra.start_mark, "only one "
+				    "YAML document is allowed");
+			yaml_document_delete(&extra);
+		}
+	}
+	yaml_document_delete(&doc);
+	check_whole(&ld);
+done:
+	yaml_parser_delete(&parser);
+	free(text);
+	if (ld.nerrors > 0) {
+		config_free(conf);
+		return NULL;
+	}
+	return conf;
+}
+
+/* Frees a config returned by config_load; NULL is fine. */
+void
+config_free(struct config *conf)
+{
+	if (conf == NULL)
+		return;
+	free(conf->file);
+	free(conf->zk_servers);
+	free(conf->zk_auth_scheme);
+	free(conf->zk_auth_credentials);
+	free(conf->election_path);
+	free(conf->election_id);
+	free(conf->api_socket);
+	free(conf->api_listen);
+	argv_free(conf->notify_on_leader);
+	argv_free(conf->notify_on_follower);
+	free(conf->notify_pidfile);
+	argv_free(conf->notify_run);
+	free(conf);
+}
+
+/* "<number>[.<fraction>]<ms|s|m|h>" to whole milliseconds; -1 otherwise. */
+int
+config_parse_duration(const char *text, uint64_t *ms)
+{
+	static const struct {
+		const char	*name;
+		uint64_t	 ms;
+	} units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+	};
+	const char *p = text;
+	uint64_t whole = 0, frac = 0, scale = 1, mult = 0, total, part;
+	size_t i;
+
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (__builtin_mul_overflow(whole, 10, &whole) ||
+		    __builtin_add_overflow(whole, (uint64_t)(*p - '0'), &whole))
+			return -1;
+	}
+	if (*p == '.') {
+		p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		for (; isdigit((unsigned char)*p); p++) {
+			if (scale == 1000000000)
+				return -1;	/* finer than anyone means */
+			frac = frac * 10 + (uint64_t)(*p - '0');
+			scale *= 10;
+		}
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(p, units[i].name) == 0)
+			mult = units[i].ms;
+	if (mult == 0)
+		return -1;
+
+	/* frac < 1e9 and mult <= 3.6e6: no overflow here. */
+	part = frac * mult;
+	if (part % scale != 0)
+		return -1;	/* not a whole number of milliseconds */
+	if (__builtin_mul_overflow(whole, mult, &total) ||
+	    __builtin_add_overflow(total, part / scale, &total))
+		return -1;
+	*ms = total;
+	return 0;
+}
+
+/* "SIGUSR1", "usr1" or "1".."64" to a signal number; -1 otherwise. */
+int
+config_parse_signal(const char *text)
+{
+	static const struct {
+		const char	*name;
+		int		 sig;
+	} sigs[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT },
+		{ "ILL", SIGILL }, { "TRAP", SIGTRAP }, { "ABRT", SIGABRT },
+		{ "IOT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE },
+		{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV },
+		{ "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM },
+		{ "TERM", SIGTERM }, { "CHLD", SIGCHLD }, { "CONT", SIGCONT },
+		{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+		{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU },
+		{ "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },
+		{ "WINCH", SIGWINCH }, { "IO", SIGIO }, { "SYS", SIGSYS },
+#ifdef SIGPWR
+		{ "PWR", SIGPWR },
+#endif
+#ifdef SIGPOLL
+		{ "POLL", SIGPOLL },
+#endif
+#ifdef SIGSTKFLT
+		{ "STKFLT", SIGSTKFLT },
+#endif
+	};
+	const char *name = text;
+	size_t i, n = strlen(text);
+	unsigned long num;
+
+	if (n > 0 && n <= 2 && strspn(text, "0123456789") == n) {
+		num = strtoul(text, NULL, 10);
+		return num >= 1 && num <= SIGNAL_MAX ? (int)num : -1;
+	}
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (strcasecmp(name, sigs[i].name) == 0)
+			return sigs[i].sig;
+	return -1;
+}

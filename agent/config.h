@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_CONFIG_H
+#define ZKELECT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+
+/* A NULL-terminated argv list from the config; NULL when the key is absent. */
+typedef char **config_argv;
+
+struct config {
+	char		*file;			/* path the config was read from */
+
+	/* zookeeper: */
+	char		*zk_servers;		/* "h:p,h:p/chroot"; required */
+	uint64_t	 zk_session_timeout_ms;	/* requested; default 6000 */
+	char		*zk_auth_scheme;	/* NULL when no auth */
+	char		*zk_auth_credentials;
+
+	/* election: */
+	char		*election_path;		/* required, absolute, no trailing '/' */
+	char		*election_id;		/* default hostname:pid */
+	bool		 election_candidate;	/* default true */
+
+	/* api: */
+	char		*api_socket;		/* default /run/zkelect/zkelect.sock */
+	unsigned	 api_socket_mode;	/* default 0660 */
+	char		*api_listen;		/* "127.0.0.1:8471"; NULL = off */
+	bool		 api_tcp_resign;	/* allow POST /v1/resign on TCP; default false */
+
+	/* notify: */
+	config_argv	 notify_on_leader;
+	config_argv	 notify_on_follower;
+	uint64_t	 notify_hook_timeout_ms; /* default 10000 */
+	char		*notify_pidfile;
+	int		 notify_leader_signal;	/* 0 = none */
+	int		 notify_follower_signal;
+	config_argv	 notify_run;
+
+	/* log: */
+	enum log_level	 log_level;		/* default info */
+	enum log_format	 log_format;		/* default text */
+};
+
+/*
+ * Reads and validates FILE. On success returns a config (free with
+ * config_free). On failure prints every problem to ERRS as
+ * "FILE:LINE:COL: message", one per line, and returns NULL.
+ */
+struct config *config_load(const char *file, FILE *errs);
+void config_free(struct config *conf);
+
+/*
+ * Parses a duration such as "500ms", "6s", "2m", "1h" (also "1.5s") into
+ * milliseconds. Returns 0, or -1 when the text is not a duration.
+ */
+int config_parse_duration(const char *text, uint64_t *ms);
+
+/* Parses "SIGUSR1", "USR1" or a number into a signal; -1 when unknown. */
+int config_parse_signal(const char *text);
+
+#endif

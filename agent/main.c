@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zkelectd: reads its configuration, opens the local API, joins the
+ * ZooKeeper election and runs the libevent loop until told to stop.
+ * SIGTERM and SIGINT stop gracefully: the app is told first, then our node
+ * is deleted, so the successor takes over in one round trip (rule 10).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "agent.h"
+#include "clock.h"
+#include "log.h"
+#include "version.h"
+
+#define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: zkelectd -c FILE [--check-config]\n"
+	    "\n"
+	    "Leader-election sidecar: joins a ZooKeeper election and tells the\n"
+	    "local app, over a Unix socket, whether it leads and under which epoch.\n"
+	    "\n"
+	    "  -c, --config FILE   configuration file (YAML)\n"
+	    "      --check-config  validate the configuration and exit\n"
+	    "  -V, --version       print the version and exit\n"
+	    "  -h, --help          print this help and exit\n"
+	    "\n"
+	    "Exit status: 0 clean stop, 1 configuration or usage error, 2 runtime error.\n");
+}
+
+/* A random (version 4) UUID, as Curator's protected mode uses. */
+static void
+agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
+{
+	unsigned char b[16];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(b)) {
+		n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fatal("getrandom");
+		}
+		got += (size_t)n;
+	}
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(out, ELECTION_UUID_LEN + 1,
+	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+bool
+agent_notify(struct agent *agent, const struct election_action *a)
+{
+	struct election *e = &agent->election;
+
+	agent->stats.transitions++;
+	if (a->to == ELECTION_LEADER)
+		log_info("role %s -> %s (%s, epoch %" PRIu64 " = 0x%" PRIx64 ")",
+		    election_role_name(a->from), election_role_name(a->to),
+		    a->reason, e->epoch, e->epoch);
+	else
+		log_info("role %s -> %s (%s)", election_role_name(a->from),
+		    election_role_name(a->to), a->reason);
+	return true;
+}
+
+static void
+agent_stop_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *agent = arg;
+
+	log_warnx("stop: ZooKeeper did not confirm the delete in time; "
+	    "closing the session instead");
+	event_base_loopexit(agent->base, NULL);
+}
+
+static void
+agent_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct agent *agent = arg;
+	struct election_event ev;
+	struct timeval grace = { STOP_GRACE_MS / 1000, 0 };
+
+	if (agent->election.stopping) {
+		log_info("%s again: exiting now", strsignal((int)sig));
+		event_base_loopexit(agent->base, NULL);
+		return;
+	}
+	log_info("%s: stopping", strsignal((int)sig));
+	evtimer_add(agent->ev_stop_timeout, &grace);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_STOP;
+	ev.now = clock_now_ms();
+	zk_feed(agent->zk, &ev);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "config",		required_argument,	NULL, 'c' },
+		{ "check-config",	no_argument,		NULL, 'n' },
+		{ "version",		no_argument,		NULL, 'V' },
+		{ "help",		no_argument,		NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct agent agent;
+	const char *file = NULL;
+	bool check = false;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'V':
+			printf("zkelectd %s\n", ZKELECT_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind != argc || file == NULL) {
+		if (file == NULL)
+			fprintf(stderr, "zkelectd: no configuration file (use -c FILE)\n");
+		else
+			fprintf(stderr, "zkelectd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
+	}
+
+	memset(&agent, 0, sizeof(agent));
+	agent.conf = config_load(file, stderr);
+	if (agent.conf == NULL)
+		return 1;
+	if (check) {
+		printf("configuration OK\n");
+		config_free(agent.conf);
+		return 0;
+	}
+	log_init(agent.conf->log_level, agent.conf->log_format);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* ZooKeeper's threads wake the loop: libevent must be thread-aware. */
+	if (evthread_use_pthreads() == -1)
+		fatalx("libevent: no pthreads support");
+	agent.base = event_base_new();
+	if (agent.base == NULL)
+		fatalx("libevent: cannot create the event base");
+	agent.started = clock_now_ms();
+
+	election_init(&agent.election, agent.conf->election_id,
+	    agent.conf->election_candidate);
+	agent.election.uuid_gen = agent_uuid;
+
+	agent.ev_sigterm = evsignal_new(agent.base, SIGTERM, agent_signal_cb, &agent);
+	agent.ev_sigint = evsignal_new(agent.base, SIGINT, agent_signal_cb, &agent);
+	agent.ev_stop_timeout = evtimer_new(agent.base, agent_stop_timeout_cb, &agent);
+	evsignal_add(agent.ev_sigterm, NULL);
+	evsignal_add(agent.ev_sigint, NULL);
+
+	agent.api = api_open(&agent);
+	if (agent.api == NULL) {
+		log_error("cannot open the local API; exiting");
+		agent.exit_code = 2;
+		goto out;
+	}
+	log_info("zkelectd %s starting: id %s, election %s%s", ZKELECT_VERSION,
+	    agent.conf->election_id, agent.conf->election_path,
+	    agent.conf->election_candidate ? "" : " (observer)");
+	agent.zk = zk_open(&agent);
+	if (agent.zk == NULL) {
+		log_error("cannot start the ZooKeeper driver; exiting");
+		agent.exit_code = 2;
+		goto out;
+	}
+
+	event_base_dispatch(agent.base);
+	log_info("stopped");
+
+out:
+	zk_close(agent.zk);
+	api_close(agent.api);
+	event_free(agent.ev_sigterm);
+	event_free(agent.ev_sigint);
+	event_free(agent.ev_stop_timeout);
+	event_base_free(agent.base);
+	config_free(agent.conf);
+	libevent_global_shutdown();
+	return agent.exit_code;
+}

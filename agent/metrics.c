@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GET /metrics: the agent's state in the Prometheus text format, written
+ * from the same election state the status document reads.
+ */
+#include <inttypes.h>
+
+#include <event2/buffer.h>
+
+#include "agent.h"
+#include "api.h"
+
+static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
+	"status", "leader", "health", "resign", "metrics", "other",
+};
+
+void
+api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
+{
+	static const int codes[API_CODE_MAX] = API_CODES;
+	struct agent *agent = api_agent(api);
+	const struct election *e = &agent->election;
+	enum election_role role = election_role_at(e, now), r;
+	int ep, ci;
+
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_is_leader 1 while this agent leads and its lease has time left.\n"
+	    "# TYPE zkelect_is_leader gauge\nzkelect_is_leader %d\n",
+	    role == ELECTION_LEADER);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_role The role this agent reports (1 for the current one).\n"
+	    "# TYPE zkelect_role gauge\n");
+	for (r = ELECTION_UNKNOWN; r <= ELECTION_OBSERVER; r++)
+		evbuffer_add_printf(out, "zkelect_role{role=\"%s\"} %d\n",
+		    election_role_name(r), r == role);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_epoch The fencing token of the current term (0 when not leading).\n"
+	    "# TYPE zkelect_epoch gauge\nzkelect_epoch %" PRIu64 "\n",
+	    role == ELECTION_LEADER ? e->epoch : 0);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_lease_remaining_seconds Lease time left.\n"
+	    "# TYPE zkelect_lease_remaining_seconds gauge\n"
+	    "zkelect_lease_remaining_seconds %.3f\n",
+	    (double)election_lease_remaining(e, now) / 1000.0);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_session_connected 1 while the ZooKeeper session is connected.\n"
+	    "# TYPE zkelect_session_connected gauge\nzkelect_session_connected %d\n",
+	    e->session == SESSION_CONNECTED);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_session_timeout_seconds The negotiated session timeout.\n"
+	    "# TYPE zkelect_session_timeout_seconds gauge\n"
+	    "zkelect_session_timeout_seconds %.3f\n", (double)e->timeout_ms / 1000.0);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_candidates Contenders in the election when last listed.\n"
+	    "# TYPE zkelect_candidates gauge\nzkelect_candidates %d\n", e->candidates);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_transitions_total Role changes since start.\n"
+	    "# TYPE zkelect_transitions_total counter\nzkelect_transitions_total %" PRIu64 "\n",
+	    agent->stats.transitions);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_renewals_total Lease renewals acknowledged.\n"
+	    "# TYPE zkelect_renewals_total counter\nzkelect_renewals_total %" PRIu64 "\n",
+	    e->renewals);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_api_requests_total API requests answered, by endpoint and code.\n"
+	    "# TYPE zkelect_api_requests_total counter\n");
+	for (ep = 0; ep < API_ENDPOINT_MAX; ep++)
+		for (ci = 0; ci < API_CODE_MAX; ci++) {
+			uint64_t n = api_request_count(api, (enum api_endpoint)ep, ci);
+			if (n == 0)
+				continue;
+			evbuffer_add_printf(out, "zkelect_api_requests_total"
+			    "{endpoint=\"%s\",code=\"%d\"} %" PRIu64 "\n",
+			    metrics_endpoints[ep], codes[ci], n);
+		}
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_api_connections_rejected_total Connections refused over the cap.\n"
+	    "# TYPE zkelect_api_connections_rejected_total counter\n"
+	    "zkelect_api_connections_rejected_total %" PRIu64 "\n",
+	    agent->stats.api_rejected);
+}

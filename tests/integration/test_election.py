@@ -1,0 +1,421 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests of zkelectd against a real ZooKeeper server (DESIGN.md §4).
+
+Every wait is a poll with a deadline. The only deliberate pauses are fault
+durations (how long a process stays SIGSTOPped), never synchronisation.
+"""
+
+import http.client
+import json
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from zkharness import (CONTENDER_RE, SLOW, Agent, ZooKeeperServer, free_port, poll,
+                       unix_request)
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+def start_agents(agents, n, **kw):
+    return [agents.new("a%d" % (i + 1), **kw) for i in range(n)]
+
+
+def settled(pool, timeout=30):
+    """Wait until exactly one agent of `pool` leads, every other one is a
+    follower naming it with its epoch, and all count len(pool) candidates.
+    Returns (leader_agent, leader_status, {id: status})."""
+    result = {}
+
+    def probe():
+        st = {a.id: a.status() for a in pool}
+        if any(s is None for s in st.values()):
+            return False
+        leaders = [a for a in pool if st[a.id]["is_leader"] is True]
+        if len(leaders) != 1:
+            return False
+        lead = leaders[0]
+        ls = st[lead.id]
+        if ls["role"] != "leader" or not isinstance(ls["epoch"], int):
+            return False
+        for a in pool:
+            s = st[a.id]
+            if s["candidates"] != len(pool):
+                return False
+            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"]}:
+                return False
+            if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
+                return False
+        result["v"] = (lead, ls, st)
+        return True
+    poll(probe, timeout, what="one leader and %d settled followers" % (len(pool) - 1))
+    return result["v"]
+
+
+def nodes_of(observer, path, agent_id):
+    return [c for c in observer.contenders(path) if c[1] == agent_id]
+
+
+def wait_leader_among(pool, timeout, what):
+    """Poll /v1/leader of `pool` until exactly one answers 200; return
+    (agent, time it was seen)."""
+    def probe():
+        ls = [a for a in pool if a.is_leader(timeout=0.5)]
+        return ls[0] if len(ls) == 1 else None
+    a = poll(probe, timeout, interval=0.01, what=what)
+    return a, time.monotonic()
+
+
+# --------------------------------------------------------------------------
+# election
+
+def test_three_agents_one_leader(agents, observer, election):
+    pool = start_agents(agents, 3)
+    lead, ls, st = settled(pool)
+    epoch = ls["epoch"]
+
+    # The election node names the leader; its mzxid is the epoch (the claim write).
+    data, stat = observer.election_node(election)
+    assert data == lead.id
+    assert stat.mzxid == epoch, "epoch %d != election node mzxid %d" % (epoch, stat.mzxid)
+
+    cs = observer.contenders(election)
+    assert len(cs) == 3, [c[0] for c in cs]
+    for name, d, s in cs:
+        assert CONTENDER_RE.match(name), "contender node name %r" % name
+        assert s.ephemeralOwner != 0, "%s is not ephemeral" % name
+    assert sorted(c[1] for c in cs) == ["a1", "a2", "a3"]
+    assert len({c[2].ephemeralOwner for c in cs}) == 3, "one session per agent"
+    assert cs[0][1] == lead.id, "the lowest node's owner must be the leader"
+    # Nobody ever writes a contender node after creating it (Curator compatibility).
+    assert all(c[2].version == 0 for c in cs), [(c[0], c[2].version) for c in cs]
+    for a in pool:
+        assert st[a.id]["id"] == a.id
+        assert st[a.id]["session"]["state"] == "connected"
+        assert st[a.id]["session"]["timeout_ms"] > 0
+    assert ls["lease_remaining_ms"] > 0
+
+
+def test_graceful_handover(agents, observer, election):
+    pool = start_agents(agents, 3)
+    lead, ls, _ = settled(pool)
+    old_nodes = [c[0] for c in nodes_of(observer, election, lead.id)]
+    assert len(old_nodes) == 1
+    others = [a for a in pool if a is not lead]
+
+    t0 = time.monotonic()
+    lead.signal(signal.SIGTERM)
+    succ, t1 = wait_leader_among(others, 20, "a successor after SIGTERM of the leader")
+    print("graceful handover: %.1f ms (SIGTERM -> successor /v1/leader 200)"
+          % ((t1 - t0) * 1000))
+    rc = lead.proc.wait(15 * SLOW)
+    assert rc == 0, "SIGTERM should exit 0, got %s" % rc
+    s = succ.status()
+    assert s["is_leader"] and s["epoch"] > ls["epoch"]
+    names = [c[0] for c in observer.contenders(election)]
+    assert old_nodes[0] not in names, "stopped leader's node still there"
+    data, stat = observer.election_node(election)
+    assert data == succ.id and stat.mzxid == s["epoch"]
+
+
+def test_kill9_failover_within_session_timeout(agents, observer, election):
+    pool = start_agents(agents, 3)
+    lead, ls, _ = settled(pool)
+    others = [a for a in pool if a is not lead]
+    timeout_ms = min(others[0].status()["session"]["timeout_ms"],
+                     others[1].status()["session"]["timeout_ms"])
+
+    t0 = time.monotonic()
+    lead.kill()
+    succ, t1 = wait_leader_among(others, 30, "a successor after kill -9 of the leader")
+    dt = t1 - t0
+    print("crash failover: %.1f ms (negotiated session timeout %d ms)"
+          % (dt * 1000, timeout_ms))
+    assert dt <= timeout_ms / 1000.0 + 1.0 * SLOW, \
+        "failover took %.2fs, session timeout %.2fs" % (dt, timeout_ms / 1000.0)
+    s = succ.status()
+    assert s["epoch"] > ls["epoch"]
+
+
+def test_paused_leader_never_overlaps(agents, observer, election, recorder):
+    """The seed scenario: the leader is SIGSTOPped past its lease and its
+    session timeout; a successor takes over; the old leader wakes up and must
+    never claim leadership with its old epoch."""
+    recorder.start()
+    pool = start_agents(agents, 3)
+    lead, ls, _ = settled(pool)
+    old_epoch = ls["epoch"]
+    others = [a for a in pool if a is not lead]
+
+    t_pause = time.monotonic()
+    lead.pause()
+    succ, t_succ = wait_leader_among(others, 20, "a successor while the leader is stopped")
+    new_epoch = succ.status()["epoch"]
+    assert new_epoch > old_epoch
+    # Fault duration, not synchronisation: keep the old leader stopped ~5 s.
+    remaining = t_pause + 5.0 - time.monotonic()
+    if remaining > 0:
+        time.sleep(remaining)
+    t_resume = time.monotonic()
+    lead.resume()
+
+    s = lead.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None
+                      and s["leader"]["id"] == succ.id, 30,
+                      what="woken old leader to follow %s" % succ.id)
+    assert s["is_leader"] is False
+    assert s["leader"]["epoch"] == new_epoch
+    # One more settled view of all three, still under the recorder.
+    lead2, ls2, _ = settled(pool)
+    assert lead2 is succ and ls2["epoch"] == new_epoch
+    recorder.stop()
+
+    woke = [x for x in recorder.leader_samples()
+            if x.agent == lead.id and x.t_end > t_resume]
+    stale = [x for x in woke if x.epoch == old_epoch]
+    assert not stale, "woken agent answered is_leader with its old epoch: %r" % stale[:5]
+    v = recorder.violations()
+    assert not v, "\n".join(v)
+    n = len(recorder.samples)
+    print("recorder: %d samples, %d leader answers; stopped %.1fs, successor after %.0f ms"
+          % (n, len(recorder.leader_samples()), t_resume - t_pause, (t_succ - t_pause) * 1000))
+    assert n > 100, "recorder took too few samples to mean anything"
+
+
+def test_session_expiry_and_rejoin(agents, observer, election):
+    pool = start_agents(agents, 3)
+    lead, ls, _ = settled(pool)
+    f = [a for a in pool if a is not lead][0]
+    old = nodes_of(observer, election, f.id)
+    assert len(old) == 1
+    old_name, _, old_stat = old[0]
+    old_owner = old_stat.ephemeralOwner
+    timeout_ms = f.status()["session"]["timeout_ms"]
+
+    t0 = time.monotonic()
+    f.pause()
+    # The server expires the stopped agent's session and removes its node.
+    poll(lambda: all(c[2].ephemeralOwner != old_owner
+                     for c in observer.contenders(election)),
+         timeout_ms / 1000.0 + 10, what="expiry to remove %s" % old_name)
+    print("session expired %.0f ms after SIGSTOP (timeout %d ms)"
+          % ((time.monotonic() - t0) * 1000, timeout_ms))
+    # The others notice one candidate fewer.
+    others = [a for a in pool if a is not f]
+    for a in others:
+        a.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")
+    f.resume()
+
+    s = f.wait_for(lambda s: s["role"] == "follower" and s["session"]["state"] == "connected"
+                   and s["candidates"] == 3 and s["leader"] is not None
+                   and s["leader"]["id"] == lead.id, 30,
+                   what="rejoin as follower of %s" % lead.id)
+    assert s["is_leader"] is False and s["epoch"] is None
+    new = nodes_of(observer, election, f.id)
+    assert len(new) == 1, "exactly one node for %s, got %r" % (f.id, [n[0] for n in new])
+    new_name, _, new_stat = new[0]
+    assert new_name != old_name
+    assert new_name.split("-latch-")[0] != old_name.split("-latch-")[0], "rejoin needs a new uuid"
+    assert new_stat.ephemeralOwner not in (0, old_owner)
+    assert all(c[2].ephemeralOwner != old_owner for c in observer.contenders(election))
+    # Leadership did not move: the leader's node was lower all along.
+    lead2, ls2, _ = settled(pool)
+    assert lead2 is lead and ls2["epoch"] == ls["epoch"]
+
+
+def test_epochs_strictly_increase_over_ten_handovers(agents, observer, election, recorder):
+    recorder.start()
+    pool = start_agents(agents, 3)
+    epochs = []
+    for i in range(10):
+        lead, ls, _ = settled(pool)
+        e = ls["epoch"]
+        data, stat = observer.election_node(election)
+        assert data == lead.id and stat.mzxid == e, (i, data, stat.mzxid, e)
+        if epochs:
+            assert e > epochs[-1], "epoch %d after %d (round %d)" % (e, epochs[-1], i)
+        epochs.append(e)
+        rc = lead.stop()
+        assert rc == 0, "%s exited %s on SIGTERM" % (lead.id, rc)
+        lead.start()
+    lead, ls, _ = settled(pool)
+    assert ls["epoch"] > epochs[-1]
+    epochs.append(ls["epoch"])
+    print("epochs: %s" % [hex(e) for e in epochs])
+    recorder.stop()
+    v = recorder.violations()
+    assert not v, "\n".join(v)
+
+
+def test_zookeeper_down_at_start(agents, election):
+    port = free_port()
+    a = agents.new("a1", zk_hostport="127.0.0.1:%d" % port, start=False)
+    a.start()
+    s = a.wait_for(lambda s: s["session"]["state"] == "connecting", 20,
+                   what="session state connecting")
+    assert s["role"] == "unknown"
+    assert s["is_leader"] is False
+    assert s["epoch"] is None
+    assert a.leader_code() == 503
+    srv = ZooKeeperServer(port=port)
+    try:
+        srv.start()
+        s = a.wait_for(lambda s: s["is_leader"] is True, 40,
+                       what="leadership once ZooKeeper is up")
+        assert s["role"] == "leader" and s["session"]["state"] == "connected"
+        assert a.leader_code() == 200
+    finally:
+        a.kill()
+        srv.cleanup()
+
+
+def test_graceful_stop_leaves_no_orphans(agents, observer, election):
+    pool = start_agents(agents, 3)
+    settled(pool)
+    assert len(observer.contenders(election)) == 3
+    for a in pool:
+        rc = a.stop()
+        assert rc == 0, "%s exited %s on SIGTERM" % (a.id, rc)
+    left = observer.contenders(election)
+    assert left == [], "orphan contender nodes: %r" % [(c[0], c[1]) for c in left]
+
+
+# --------------------------------------------------------------------------
+# local API
+
+STATUS_KEYS = {"id", "role", "is_leader", "epoch", "lease_remaining_ms", "leader",
+               "candidates", "index", "session"}
+
+
+def test_api_endpoints(agents):
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"] is True, 20, what="sole agent leads")
+    r = a.get("/v1/health")
+    assert r.status == 200
+    r = a.get("/v1/status")
+    assert r.status == 200
+    assert r.headers.get("Content-Type", "").startswith("application/json")
+    d = r.json()
+    assert STATUS_KEYS <= set(d), set(d) ^ STATUS_KEYS
+    assert d["role"] == "leader" and d["candidates"] == 1 and isinstance(d["index"], int)
+    r = a.get("/v1/leader")
+    assert r.status == 200 and r.json()["is_leader"] is True
+
+    r = a.get("/v1/no-such-thing")
+    assert r.status == 404, r
+    assert isinstance(r.json().get("error"), str)
+    r = a.request("POST", "/v1/status", body=b"")
+    assert r.status == 405, r
+    assert isinstance(r.json().get("error"), str)
+
+
+def raw_exchange(path, payload, timeout=5.0):
+    """Send raw bytes, return whatever the server answers (bytes) before it
+    closes or the timeout passes. Tolerates the server cutting us off."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    try:
+        try:
+            s.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not b:
+                break
+            out += b
+            if b"\r\n\r\n" in out:
+                break
+        return out
+    finally:
+        s.close()
+
+
+def test_api_huge_headers_rejected(agents):
+    a = agents.new("a1")
+    pad = "x" * 1000
+    req = "GET /v1/status HTTP/1.1\r\nHost: localhost\r\n"
+    req += "".join("X-Pad-%d: %s\r\n" % (i, pad) for i in range(66))
+    req += "\r\n"
+    assert len(req) > 64 * 1024
+    out = raw_exchange(a.socket, req.encode())
+    line = out.split(b"\r\n", 1)[0].decode(errors="replace")
+    assert line.startswith("HTTP/1."), "no HTTP answer to 64 KiB of headers: %r" % out[:200]
+    code = int(line.split()[1])
+    assert code in (400, 413, 431), line
+    assert a.get("/v1/health").status == 200
+    assert a.status() is not None
+
+
+def test_api_idle_client_does_not_block_others(agents):
+    a = agents.new("a1")
+    idle = []
+    try:
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(a.socket)
+            idle.append(s)
+        half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        half.connect(a.socket)
+        half.sendall(b"GET /v1/sta")
+        idle.append(half)
+        for _ in range(20):
+            t0 = time.monotonic()
+            r = a.get("/v1/status", timeout=2.0)
+            assert r.status == 200
+            assert time.monotonic() - t0 < 1.0 * SLOW
+    finally:
+        for s in idle:
+            s.close()
+    assert a.get("/v1/health").status == 200
+
+
+def long_poll(agent, index, wait, timeout):
+    return unix_request(agent.socket, "GET", "/v1/status?wait=%s&index=%d" % (wait, index),
+                        timeout=timeout)
+
+
+def test_long_poll(agents):
+    a1 = agents.new("a1")
+    s = a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
+                    and s["leader"] == {"id": "a1", "epoch": s["epoch"]}
+                    and s["session"]["state"] == "connected", 20, what="sole agent leads")
+    n = s["index"]
+    # Nothing changes: the same index after `wait`.
+    t0 = time.monotonic()
+    r = long_poll(a1, n, "1s", timeout=10)
+    dt = time.monotonic() - t0
+    assert r.status == 200
+    assert r.json()["index"] == n, "index moved while nothing happened: %r" % r
+    assert 0.9 <= dt < 5.0 * SLOW, "wait=1s answered after %.2fs" % dt
+
+    # A change (another candidate joins) answers promptly.
+    box = {}
+
+    def waiter():
+        try:
+            box["r"] = long_poll(a1, n, "20s", timeout=30)
+        except Exception as e:  # noqa: BLE001
+            box["e"] = e
+        box["t"] = time.monotonic()
+    th = threading.Thread(target=waiter)
+    th.start()
+    # If a2 joins before the request is parked, the answer is immediate: also fine.
+    t_join = time.monotonic()
+    agents.new("a2")
+    th.join(40)
+    assert "e" not in box, box.get("e")
+    r = box["r"]
+    d = r.json()
+    assert d["index"] > n
+    assert box["t"] - t_join < 10.0 * SLOW, "long poll answered %.2fs after the change" \
+        % (box["t"] - t_join)
+    a1.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")

@@ -1,0 +1,610 @@
+# SPDX-License-Identifier: MIT
+"""Integration-test harness for zkelect: a real ZooKeeper server, real zkelectd
+processes, an HTTP-over-Unix-socket client for the local API, an independent
+observer that reads ZooKeeper directly, and a recorder that samples every
+agent's /v1/status during a test to check "never two leaders at once".
+
+Everything here synchronises by polling with a deadline; nothing sleeps to
+"let things settle".
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+ZKELECTD = os.environ.get("ZKELECTD", "/work/main/build/agent/zkelectd")
+ZK_JAR = os.environ.get("ZKELECT_TEST_ZK_JAR", "/usr/share/java/zookeeper.jar")
+ZK_EXTRA_JARS = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"]
+
+# Deadlines are generous: the suite runs on loaded 2-core CI machines.
+SLOW = float(os.environ.get("ZKELECT_TEST_SLOWDOWN", "1"))
+
+# Curator LeaderLatch naming: _c_<uuid>-latch-<10 digits>.
+CONTENDER_RE = re.compile(
+    r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-(\d{10})$")
+
+
+def free_port():
+    """A loopback TCP port nobody listens on right now (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def four_letter(host, port, cmd, timeout=1.0):
+    """Send a ZooKeeper four-letter word, return the answer (str), or None."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(cmd.encode())
+            s.shutdown(socket.SHUT_WR)
+            chunks = []
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                chunks.append(b)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return None
+
+
+def poll(pred, timeout, interval=0.02, what="condition"):
+    """Call pred() until it returns a truthy value or the deadline passes.
+    Returns the value; raises AssertionError naming `what` on timeout."""
+    deadline = time.monotonic() + timeout * SLOW
+    last_exc = None
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - a failing probe is "not yet"
+            last_exc = e
+        if time.monotonic() >= deadline:
+            msg = "timed out after %.1fs waiting for %s" % (timeout * SLOW, what)
+            if last_exc is not None:
+                msg += " (last error: %r)" % (last_exc,)
+            raise AssertionError(msg)
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# ZooKeeper server
+
+LOG4J = """\
+log4j.rootLogger=INFO, FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File=${zookeeper.log.dir}/zookeeper.log
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
+"""
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper server in a fresh temp dir on a loopback port."""
+
+    def __init__(self, port=None, tick_ms=200, min_session_ms=400, max_session_ms=10000):
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="zkit-zk-", dir="/tmp")
+        self.tick_ms = tick_ms
+        self.min_session_ms = min_session_ms
+        self.max_session_ms = max_session_ms
+        self.proc = None
+        self._out = None
+
+    @property
+    def hostport(self):
+        return "%s:%d" % (self.host, self.port)
+
+    @property
+    def log_path(self):
+        return os.path.join(self.dir, "zookeeper.log")
+
+    def start(self, timeout=60):
+        if not shutil.which("java"):
+            raise RuntimeError("java not found: install the zookeeper package")
+        conf = os.path.join(self.dir, "conf")
+        data = os.path.join(self.dir, "data")
+        os.makedirs(conf, exist_ok=True)
+        os.makedirs(data, exist_ok=True)
+        with open(os.path.join(conf, "log4j.properties"), "w") as f:
+            f.write(LOG4J)
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write("tickTime=%d\n" % self.tick_ms)
+            f.write("dataDir=%s\n" % data)
+            f.write("clientPort=%d\n" % self.port)
+            f.write("clientPortAddress=%s\n" % self.host)
+            f.write("minSessionTimeout=%d\n" % self.min_session_ms)
+            f.write("maxSessionTimeout=%d\n" % self.max_session_ms)
+            f.write("admin.enableServer=false\n")
+            f.write("4lw.commands.whitelist=*\n")
+            f.write("maxClientCnxns=0\n")
+        cp = ":".join([conf, ZK_JAR] + [j for j in ZK_EXTRA_JARS if os.path.exists(j)])
+        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-Dzookeeper.log.dir=%s" % self.dir,
+                "-Dlog4j.configuration=file:%s" % os.path.join(conf, "log4j.properties"),
+                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
+        self._out = open(os.path.join(self.dir, "stdout.log"), "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout=60):
+        def ready():
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError("ZooKeeper exited with %s; see %s"
+                                     % (self.proc.returncode, self.dir))
+            a = four_letter(self.host, self.port, "srvr", timeout=1.0)
+            return a is not None and "Mode:" in a
+        poll(ready, timeout, interval=0.1, what="ZooKeeper on %s to answer srvr" % self.hostport)
+
+    def stop(self):
+        """Kill the JVM (SIGKILL: nothing to flush that tests care about)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        if self._out:
+            self._out.close()
+            self._out = None
+
+    def cleanup(self):
+        self.stop()
+        if os.environ.get("ZKELECT_TEST_KEEP") is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# HTTP over a Unix socket
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=1.0):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self.unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+class Response:
+    def __init__(self, status, body, t_start, t_end, headers=None):
+        self.status = status
+        self.body = body
+        self.t_start = t_start
+        self.t_end = t_end
+        self.headers = headers or {}
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<Response %s %r>" % (self.status, self.body[:300])
+
+
+def unix_request(sock_path, method, target, timeout=1.0, headers=None, body=None):
+    """One HTTP request on a fresh connection. Returns Response; raises OSError
+    (refused, timed out, reset) or http.client exceptions on failure."""
+    conn = UnixHTTPConnection(sock_path, timeout=timeout)
+    t0 = time.monotonic()
+    try:
+        conn.request(method, target, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read()
+        t1 = time.monotonic()
+        return Response(r.status, data.decode(errors="replace"), t0, t1, dict(r.getheaders()))
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------
+# The agent
+
+class Agent:
+    """One zkelectd process with its own config, socket and log file."""
+
+    def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
+                 candidate=True, extra_yaml=""):
+        self.id = agent_id
+        self.path = path
+        self.zk_hostport = zk_hostport
+        self.dir = workdir
+        self.socket = os.path.join(workdir, "%s.sock" % agent_id)
+        self.config = os.path.join(workdir, "%s.yaml" % agent_id)
+        self.log_path = os.path.join(workdir, "%s.log" % agent_id)
+        self.session_timeout = session_timeout
+        self.candidate = candidate
+        self.extra_yaml = extra_yaml
+        self.proc = None
+        self.paused = False
+        self.starts = 0
+        self._log = None
+        self.write_config()
+
+    def write_config(self):
+        with open(self.config, "w") as f:
+            f.write("zookeeper:\n")
+            f.write("  servers: \"%s\"\n" % self.zk_hostport)
+            f.write("  session_timeout: %s\n" % self.session_timeout)
+            f.write("election:\n")
+            f.write("  path: %s\n" % self.path)
+            f.write("  id: %s\n" % self.id)
+            if not self.candidate:
+                f.write("  candidate: false\n")
+            f.write("api:\n")
+            f.write("  socket: %s\n" % self.socket)
+            f.write("log:\n")
+            f.write("  level: debug\n")
+            f.write(self.extra_yaml)
+
+    def start(self, wait_ready=True):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        if not os.access(ZKELECTD, os.X_OK):
+            raise RuntimeError("zkelectd not found at %s (set ZKELECTD)" % ZKELECTD)
+        self._log = open(self.log_path, "ab")
+        self.starts += 1
+        self._log.write(b"==== harness: start #%d of %s ====\n" % (self.starts, self.id.encode()))
+        self._log.flush()
+        self.proc = subprocess.Popen([ZKELECTD, "-c", self.config], stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=self._log,
+                                     start_new_session=True)
+        self.paused = False
+        if wait_ready:
+            self.wait_for(lambda s: True, 20, what="API socket to answer /v1/status")
+        return self
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- API -------------------------------------------------------------
+    def request(self, method, target, timeout=1.0, **kw):
+        return unix_request(self.socket, method, target, timeout=timeout, **kw)
+
+    def get(self, target, timeout=1.0):
+        return self.request("GET", target, timeout=timeout)
+
+    def status(self, timeout=1.0):
+        """The /v1/status document, or None if the agent did not answer."""
+        try:
+            r = self.get("/v1/status", timeout=timeout)
+        except (OSError, http.client.HTTPException):
+            return None
+        if r.status != 200:
+            return None
+        return r.json()
+
+    def leader_code(self, timeout=0.5):
+        """HTTP status of /v1/leader; None when refused or timed out
+        (which an app must treat as "not leader")."""
+        try:
+            return self.get("/v1/leader", timeout=timeout).status
+        except (OSError, http.client.HTTPException):
+            return None
+
+    def is_leader(self, timeout=0.5):
+        return self.leader_code(timeout) == 200
+
+    def wait_for(self, pred, timeout, what="condition"):
+        """Poll /v1/status until pred(status) holds; return that status."""
+        last = [None]
+
+        def probe():
+            if not self.running():
+                raise AssertionError("%s exited with status %s while waiting for %s"
+                                     % (self.id, self.proc.returncode if self.proc else None,
+                                        what))
+            s = self.status(timeout=1.0)
+            if s is not None:
+                last[0] = s
+                return s if pred(s) else None
+            return None
+        try:
+            return poll(probe, timeout, interval=0.02, what="%s: %s" % (self.id, what))
+        except AssertionError as e:
+            raise AssertionError("%s; last status: %s" % (e, json.dumps(last[0]))) from None
+
+    # -- process control ---------------------------------------------------
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=15):
+        """SIGTERM and wait; returns the exit status."""
+        if not self.running():
+            return self.proc.returncode if self.proc else None
+        if self.paused:
+            self.resume()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout * SLOW)
+        finally:
+            self._close_log()
+
+    def kill(self):
+        if self.running():
+            self.proc.kill()
+            self.proc.wait(15)
+        self.paused = False
+        self._close_log()
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def _close_log(self):
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def log_text(self, limit=20000):
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return ""
+        return data[-limit:].decode(errors="replace")
+
+    def __repr__(self):
+        return "<Agent %s pid=%s>" % (self.id, self.proc.pid if self.proc else None)
+
+
+class AgentSet:
+    """Creates agents for one test (one election path) and reaps them all."""
+
+    def __init__(self, zk_hostport, path):
+        self.zk_hostport = zk_hostport
+        self.path = path
+        self.dir = tempfile.mkdtemp(prefix="zkit-", dir="/tmp")
+        self.agents = []
+
+    def new(self, agent_id, start=True, zk_hostport=None, **kw):
+        a = Agent(self.dir, zk_hostport or self.zk_hostport, self.path, agent_id, **kw)
+        self.agents.append(a)
+        if start:
+            a.start()
+        return a
+
+    def running(self):
+        return [a for a in self.agents if a.running()]
+
+    def leaders(self, timeout=0.5):
+        return [a for a in self.running() if not a.paused and a.is_leader(timeout)]
+
+    def wait_one_leader(self, timeout=20, among=None, what="exactly one leader"):
+        """Poll until exactly one of `among` (default: running, not paused)
+        answers /v1/leader 200; return it."""
+        def probe():
+            pool = among if among is not None else [a for a in self.running() if not a.paused]
+            ls = [a for a in pool if a.is_leader()]
+            return ls[0] if len(ls) == 1 else None
+        return poll(probe, timeout, interval=0.02, what=what)
+
+    def cleanup(self):
+        for a in self.agents:
+            try:
+                if a.paused and a.running():
+                    a.resume()
+                a.kill()
+            except Exception:  # noqa: BLE001 - teardown must reach every agent
+                pass
+        if os.environ.get("ZKELECT_TEST_KEEP") is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Independent observer: reads ZooKeeper directly with kazoo
+
+class Observer:
+    def __init__(self, zk_hostport):
+        from kazoo.client import KazooClient
+        self.zk = KazooClient(hosts=zk_hostport, timeout=10.0)
+        self.zk.start(timeout=30)
+
+    def close(self):
+        try:
+            self.zk.stop()
+            self.zk.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def contenders(self, path):
+        """[(name, data, stat)] of the election's children, sorted by the
+        10-digit suffix (as the contract says contenders sort)."""
+        from kazoo.exceptions import NoNodeError
+        try:
+            names = self.zk.get_children(path)
+        except NoNodeError:
+            return []
+        out = []
+        for n in names:
+            try:
+                data, stat = self.zk.get("%s/%s" % (path, n))
+            except NoNodeError:
+                continue
+            out.append((n, data.decode(errors="replace"), stat))
+
+        def key(t):
+            m = re.search(r"(\d{10})$", t[0])
+            return int(m.group(1)) if m else -1
+        return sorted(out, key=key)
+
+    def election_node(self, path):
+        """(data, stat) of the election path node itself."""
+        data, stat = self.zk.get(path)
+        return data.decode(errors="replace"), stat
+
+
+# --------------------------------------------------------------------------
+# Status recorder and the "never two leaders" checker
+
+class Sample:
+    __slots__ = ("agent", "t_start", "t_end", "is_leader", "epoch", "role", "ok")
+
+    def __init__(self, agent, t_start, t_end, ok, is_leader=False, epoch=None, role=None):
+        self.agent = agent
+        self.t_start = t_start
+        self.t_end = t_end
+        self.ok = ok
+        self.is_leader = is_leader
+        self.epoch = epoch
+        self.role = role
+
+    def __repr__(self):
+        return "<%s [%.3f,%.3f] leader=%s epoch=%s role=%s>" % (
+            self.agent, self.t_start, self.t_end, self.is_leader, self.epoch, self.role)
+
+
+class StatusRecorder:
+    """Polls /v1/status of every agent of an AgentSet (one thread per agent,
+    ~every 20 ms, short timeout) and records Samples.
+
+    Agents restarted under the same id are followed (the Agent object is
+    re-read each round). A refused or timed-out request is recorded as
+    not-leader, as an app would treat it.
+    """
+
+    def __init__(self, agent_set, interval=0.02, timeout=0.3):
+        self.agent_set = agent_set
+        self.interval = interval
+        self.timeout = timeout
+        self.samples = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = {}
+        self._watcher = None
+
+    def start(self):
+        self._watcher = threading.Thread(target=self._supervise, daemon=True)
+        self._watcher.start()
+        return self
+
+    def _supervise(self):
+        # New agents may be added during the test; give each its own thread.
+        while not self._stop.is_set():
+            for a in list(self.agent_set.agents):
+                if a.id not in self._threads:
+                    t = threading.Thread(target=self._run, args=(a,), daemon=True)
+                    self._threads[a.id] = t
+                    t.start()
+            self._stop.wait(0.05)
+
+    def _run(self, agent):
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                r = unix_request(agent.socket, "GET", "/v1/status", timeout=self.timeout)
+                t1 = time.monotonic()
+                if r.status == 200:
+                    d = r.json()
+                    s = Sample(agent.id, t0, t1, True, d.get("is_leader") is True,
+                               d.get("epoch"), d.get("role"))
+                else:
+                    s = Sample(agent.id, t0, t1, False)
+            except Exception:  # noqa: BLE001 - refused/timeout/garbage = not leader
+                s = Sample(agent.id, t0, time.monotonic(), False)
+            with self._lock:
+                self.samples.append(s)
+            self._stop.wait(self.interval)
+
+    def stop(self):
+        self._stop.set()
+        if self._watcher:
+            self._watcher.join(5)
+        for t in self._threads.values():
+            t.join(5)
+        return self
+
+    def leader_samples(self):
+        with self._lock:
+            return [s for s in self.samples if s.is_leader]
+
+    def violations(self):
+        return check_single_leader(self.leader_samples())
+
+
+def check_single_leader(samples):
+    """Return a list of human-readable violations among is_leader=true samples.
+
+    Soundness rule (no false alarms against a correct agent):
+    a sample only tells us the agent answered is_leader=true at *some* instant
+    inside its request window [t_start, t_end]; two windows that overlap do
+    not prove two simultaneous leaders, so overlapping pairs are never compared
+    by time. What we can prove is order: if X.t_end < Y.t_start then X's
+    "true" instant precedes Y's. Under the contract each term has its own,
+    strictly higher epoch (DESIGN §2 rule 3) and a term is a single interval
+    of one agent, so for every strictly ordered pair of true samples:
+      * X.epoch <= Y.epoch                         (epochs never go back), and
+      * X.agent != Y.agent  =>  X.epoch < Y.epoch  (another agent means a new term).
+    Independently of time, one epoch belongs to one agent only, and a true
+    answer must carry an integer epoch.
+
+    This catches two leaders at once: if B answered true while A held a term
+    (A true before and after B with one epoch e_A), the ordered pairs force
+    e_A < e_B < e_A. It also catches a stale leader waking up and answering
+    true with its old epoch after a successor led. It is checked in
+    O(n log n) with a sweep over the samples ordered by t_end.
+    """
+    problems = []
+    owner = {}
+    for s in samples:
+        if not isinstance(s.epoch, int) or isinstance(s.epoch, bool):
+            problems.append("is_leader true without an integer epoch: %r" % (s,))
+            continue
+        if s.epoch in owner and owner[s.epoch].agent != s.agent:
+            problems.append("epoch %d claimed by two agents: %r and %r"
+                            % (s.epoch, owner[s.epoch], s))
+        owner.setdefault(s.epoch, s)
+    good = [s for s in samples if isinstance(s.epoch, int) and not isinstance(s.epoch, bool)]
+    by_end = sorted(good, key=lambda s: s.t_end)
+    by_start = sorted(good, key=lambda s: s.t_start)
+    i = 0
+    best = None            # sample with the highest epoch among those ended so far
+    best_agents = {}       # agent -> a sample, for the samples carrying best.epoch
+    for y in by_start:
+        while i < len(by_end) and by_end[i].t_end < y.t_start:
+            x = by_end[i]
+            if best is None or x.epoch > best.epoch:
+                best = x
+                best_agents = {x.agent: x}
+            elif x.epoch == best.epoch:
+                best_agents.setdefault(x.agent, x)
+            i += 1
+        if best is None:
+            continue
+        if y.epoch < best.epoch:
+            problems.append("epoch went back: %r answered before %r" % (best, y))
+        elif y.epoch == best.epoch and any(a != y.agent for a in best_agents):
+            other = [s for a, s in best_agents.items() if a != y.agent][0]
+            problems.append("two agents led with one epoch: %r then %r" % (other, y))
+        if len(problems) > 20:
+            break
+    return problems
+
+
+def new_election_path():
+    return "/zkelect/test-%s" % uuid.uuid4().hex[:12]
