@@ -86,6 +86,7 @@ struct zk {
 	struct zk_msg	*head, **tail;
 	uint64_t	 connected_at;
 	uint64_t	 disconnected_at;
+	bool		 ever_connected;
 };
 
 static void	zk_perform(struct zk *, const struct election_action *);
@@ -310,7 +311,8 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 	case SESSION_CONNECTED:
 		log_info("zookeeper: connected, session 0x%" PRIx64
 		    ", timeout %d ms%s", (uint64_t)m->session_id, m->timeout_ms,
-		    zk->disconnected_at != 0 ? " (reconnected)" : "");
+		    zk->ever_connected ? " (reconnected)" : "");
+		zk->ever_connected = true;
 		zk->connected_at = now;
 		zk->disconnected_at = 0;
 		break;

@@ -30,9 +30,11 @@ def settled(pool, timeout=30):
     follower naming it with its epoch, and all count len(pool) candidates.
     Returns (leader_agent, leader_status, {id: status})."""
     result = {}
+    last = {}
 
     def probe():
         st = {a.id: a.status() for a in pool}
+        last["st"] = st
         if any(s is None for s in st.values()):
             return False
         leaders = [a for a in pool if st[a.id]["is_leader"] is True]
@@ -52,7 +54,12 @@ def settled(pool, timeout=30):
                 return False
         result["v"] = (lead, ls, st)
         return True
-    poll(probe, timeout, what="one leader and %d settled followers" % (len(pool) - 1))
+    try:
+        poll(probe, timeout, what="one leader and %d settled followers" % (len(pool) - 1))
+    except AssertionError as e:
+        raise AssertionError("%s; last statuses:\n%s" % (
+            e, "\n".join("  %s: %s" % (k, json.dumps(v))
+                         for k, v in last.get("st", {}).items()))) from None
     return result["v"]
 
 
