@@ -20,6 +20,7 @@ struct event_base;
 struct event;
 struct zk;
 struct api;
+struct notify;
 
 struct agent_stats {
 	uint64_t	 transitions;		/* role changes */
@@ -33,6 +34,7 @@ struct agent {
 	struct election		 election;
 	struct zk		*zk;
 	struct api		*api;
+	struct notify		*notify;
 	struct event		*ev_sigterm, *ev_sigint;
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;
@@ -55,8 +57,7 @@ void api_close(struct api *api);
 void api_changed(struct api *api);
 
 /* main.c */
-/* The election told us our role changed; tell the app. Returns true when
- * the app has been told (EV_NOTIFIED may follow at once). */
-bool agent_notify(struct agent *agent, const struct election_action *a);
+/* The election told us our role changed: log it once, tell the app. */
+void agent_notify(struct agent *agent, const struct election_action *a);
 
 #endif

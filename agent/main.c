@@ -22,6 +22,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "log.h"
+#include "notify.h"
 #include "version.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
@@ -68,7 +69,7 @@ agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
 	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-bool
+void
 agent_notify(struct agent *agent, const struct election_action *a)
 {
 	struct election *e = &agent->election;
@@ -81,7 +82,7 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	else
 		log_info("role %s -> %s (%s)", election_role_name(a->from),
 		    election_role_name(a->to), a->reason);
-	return true;
+	notify_transition(agent->notify, a);
 }
 
 static void
@@ -99,7 +100,8 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *agent = arg;
 	struct election_event ev;
-	struct timeval grace = { STOP_GRACE_MS / 1000, 0 };
+	uint64_t grace_ms = STOP_GRACE_MS;
+	struct timeval grace;
 
 	if (agent->election.stopping) {
 		log_info("%s again: exiting now", strsignal((int)sig));
@@ -107,6 +109,11 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
+	/* Hooks get their whole timeout and the kill grace before we give up. */
+	if (agent->conf->notify_on_follower != NULL)
+		grace_ms += agent->conf->notify_hook_timeout_ms + 2000;
+	grace.tv_sec = (time_t)(grace_ms / 1000);
+	grace.tv_usec = (suseconds_t)(grace_ms % 1000) * 1000;
 	evtimer_add(agent->ev_stop_timeout, &grace);
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_STOP;
@@ -187,6 +194,9 @@ main(int argc, char *argv[])
 	evsignal_add(agent.ev_sigterm, NULL);
 	evsignal_add(agent.ev_sigint, NULL);
 
+	agent.notify = notify_open(&agent);
+	if (agent.notify == NULL)
+		fatalx("cannot set up notifications");
 	agent.api = api_open(&agent);
 	if (agent.api == NULL) {
 		log_error("cannot open the local API; exiting");
@@ -208,6 +218,7 @@ main(int argc, char *argv[])
 
 out:
 	zk_close(agent.zk);
+	notify_close(agent.notify);
 	api_close(agent.api);
 	event_free(agent.ev_sigterm);
 	event_free(agent.ev_sigint);

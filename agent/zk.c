@@ -611,10 +611,9 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		zk_handle_open(zk);
 		return;
 	case ACT_NOTIFY:
-		/* When the app has been told, EV_NOTIFIED follows from the
-		 * queue, after the rest of this step's actions. */
-		if (agent_notify(agent, a) && a->wait)
-			zk_notified(zk);
+		/* When the app has been told (a->wait), EV_NOTIFIED follows
+		 * from the queue, after the rest of this step's actions. */
+		agent_notify(agent, a);
 		return;
 	case ACT_EXIT:
 		event_base_loopexit(agent->base, NULL);

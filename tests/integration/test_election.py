@@ -25,10 +25,10 @@ def start_agents(agents, n, **kw):
     return [agents.new("a%d" % (i + 1), **kw) for i in range(n)]
 
 
-def settled(pool, timeout=30):
-    """Wait until exactly one agent of `pool` leads, every other one is a
-    follower naming it with its epoch, and all count len(pool) candidates.
-    Returns (leader_agent, leader_status, {id: status})."""
+def settled(pool, timeout=30, candidates=False):
+    """Wait until exactly one agent of `pool` leads and every other one is a
+    follower naming it with its epoch (and, with candidates=True, all count
+    len(pool) candidates). Returns (leader_agent, leader_status, {id: status})."""
     result = {}
     last = {}
 
@@ -46,7 +46,7 @@ def settled(pool, timeout=30):
             return False
         for a in pool:
             s = st[a.id]
-            if s["candidates"] != len(pool):
+            if candidates and s["candidates"] != len(pool):
                 return False
             if s["leader"] != {"id": lead.id, "epoch": ls["epoch"]}:
                 return False
@@ -105,6 +105,8 @@ def test_three_agents_one_leader(agents, observer, election):
         assert st[a.id]["session"]["state"] == "connected"
         assert st[a.id]["session"]["timeout_ms"] > 0
     assert ls["lease_remaining_ms"] > 0
+    # Every agent, the leader included, counts the three candidates.
+    settled(pool, timeout=15, candidates=True)
 
 
 def test_graceful_handover(agents, observer, election):
