@@ -4,11 +4,18 @@
  *   zkelectctl status [--json]
  *   zkelectctl wait --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
+ *   zkelectctl run -- CMD [ARGS...]
  * Exit status: 0 success (for wait: the condition holds), 1 usage error,
  * 2 the agent could not be reached or answered an error, 3 wait timed out.
  */
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +46,9 @@ usage(FILE *f)
 	    "                              block until this instance leads, follows,\n"
 	    "                              or its status changes\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
+	    "  run -- CMD [ARGS...]        run CMD only while this instance leads:\n"
+	    "                              started on each term, stopped (SIGTERM,\n"
+	    "                              then SIGKILL) before the lease can lapse\n"
 	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
@@ -242,6 +252,161 @@ cmd_resign(int argc, char *argv[])
 	return 0;
 }
 
+/* --- run: a command that lives only while this instance leads. --- */
+
+#define RUN_POLL_MS		100	/* long-poll slice; bounds reaction time */
+#define RUN_KILL_MARGIN_MS	200	/* SIGKILL this long before the lease ends */
+
+static volatile sig_atomic_t run_stop_sig;
+
+static void
+run_on_signal(int sig)
+{
+	run_stop_sig = sig;
+}
+
+/* Asks the agent; on success fills role, epoch and the lease deadline. */
+static int
+run_poll(const char *target, int wait_ms, char *role, size_t rlen, char *epoch, size_t elen,
+    uint64_t *lease_deadline, char *index, size_t ilen)
+{
+	struct client_response resp;
+	char lease[32];
+	uint64_t sent = now_ms();
+	int rc = -1;
+
+	if (client_request(socket_path, "GET", target, wait_ms + 2000,
+	    &resp) == -1)
+		return -1;
+	if (resp.code == 200 &&
+	    client_json_get(resp.body, "role", role, rlen) == 0 &&
+	    client_json_get(resp.body, "epoch", epoch, elen) == 0 &&
+	    client_json_get(resp.body, "index", index, ilen) == 0 &&
+	    client_json_get(resp.body, "lease_remaining_ms", lease,
+	    sizeof(lease)) == 0) {
+		/* Measured from when we asked: the answer may be late. */
+		*lease_deadline = sent + strtoull(lease, NULL, 10);
+		rc = 0;
+	}
+	client_response_free(&resp);
+	return rc;
+}
+
+static pid_t
+run_spawn(char *argv[], const char *epoch)
+{
+	pid_t pid;
+
+	pid = fork();
+	if (pid == -1)
+		return -1;
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("ZKELECT_ROLE", "leader", 1);
+		setenv("ZKELECT_EPOCH", epoch, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
+		    strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+/* Stops the child: SIGTERM now, SIGKILL by kill_at; returns its status. */
+static int
+run_stop(pid_t pid, uint64_t kill_at)
+{
+	int status = 0;
+	bool killed = false;
+
+	kill(-pid, SIGTERM);
+	for (;;) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		if (!killed && now_ms() >= kill_at) {
+			fprintf(stderr, "zkelectctl: run: child %d did not stop; "
+			    "SIGKILL\n", (int)pid);
+			kill(-pid, SIGKILL);
+			killed = true;
+		}
+		usleep(5000);
+	}
+	kill(-pid, SIGKILL);	/* whatever it left in its group */
+	return status;
+}
+
+static int
+cmd_run(int argc, char *argv[])
+{
+	char role[32], epoch[32], index[32] = "0", target[128];
+	uint64_t deadline = 0, now;
+	struct sigaction sa;
+	pid_t child = -1;
+	int status, wait_ms;
+
+	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	}
+	if (argc < 2) {
+		fprintf(stderr, "zkelectctl: run: no command (use: zkelectctl run "
+		    "-- CMD [ARGS...])\n");
+		return EXIT_USAGE;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = run_on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	while (run_stop_sig == 0) {
+		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+			kill(-child, SIGKILL);
+			fprintf(stderr, "zkelectctl: run: %s ended while leading\n",
+			    argv[1]);
+			return WIFEXITED(status) ? WEXITSTATUS(status) :
+			    128 + WTERMSIG(status);
+		}
+		/* Leading: short slices keep the lease deadline fresh. Not
+		 * leading: a long wait, since any change answers at once. */
+		wait_ms = child > 0 ? RUN_POLL_MS : 30000;
+		snprintf(target, sizeof(target), "/v1/status?wait=%dms&index=%s",
+		    wait_ms, index);
+		if (run_poll(target, wait_ms, role, sizeof(role), epoch, sizeof(epoch),
+		    &deadline, index, sizeof(index)) == -1) {
+			/* Unreachable agent: treat as not leading (rule 2). */
+			strcpy(role, "unknown");
+			if (child <= 0)
+				usleep(RUN_POLL_MS * 1000);
+		}
+		now = now_ms();
+		if (strcmp(role, "leader") == 0 && now < deadline) {
+			if (child <= 0) {
+				child = run_spawn(&argv[1], epoch);
+				if (child == -1) {
+					perror("zkelectctl: run: fork");
+					return EXIT_AGENT;
+				}
+				fprintf(stderr, "zkelectctl: run: leading (epoch %s); "
+				    "started %s (pid %d)\n", epoch, argv[1], (int)child);
+			}
+			continue;
+		}
+		if (child > 0) {
+			fprintf(stderr, "zkelectctl: run: no longer leading (%s); "
+			    "stopping %s\n", role, argv[1]);
+			run_stop(child, deadline > now + RUN_KILL_MARGIN_MS ?
+			    deadline - RUN_KILL_MARGIN_MS : now);
+			child = -1;
+		}
+	}
+	if (child > 0)
+		run_stop(child, now_ms() + 5000);
+	return 0;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -282,7 +447,7 @@ main(int argc, char *argv[])
 	argv += optind;
 	optind = 1;
 	/* --socket may also follow the command. */
-	for (ch = 1; ch < argc - 1; ch++)
+	for (ch = 1; ch < argc - 1 && strcmp(argv[ch], "--") != 0; ch++)
 		if (strcmp(argv[ch], "--socket") == 0 || strcmp(argv[ch], "-s") == 0) {
 			socket_path = argv[ch + 1];
 			memmove(&argv[ch], &argv[ch + 2],
@@ -296,6 +461,8 @@ main(int argc, char *argv[])
 		return cmd_wait(argc, argv);
 	if (strcmp(cmd, "resign") == 0)
 		return cmd_resign(argc, argv);
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;
