@@ -35,7 +35,8 @@ struct agent {
 	struct zk		*zk;
 	struct api		*api;
 	struct notify		*notify;
-	struct event		*ev_sigterm, *ev_sigint;
+	struct event		*ev_sigterm, *ev_sigint, *ev_sighup;
+	struct event		*ev_watchdog;
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;
 	uint64_t		 started;	/* ms, clock_now_ms */
@@ -57,6 +58,8 @@ void api_close(struct api *api);
 void api_changed(struct api *api);
 
 /* main.c */
+/* The status report changed: wake long polls, update systemd's STATUS. */
+void agent_changed(struct agent *agent);
 /* The election told us our role changed: log it once, tell the app. */
 void agent_notify(struct agent *agent, const struct election_action *a);
 

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "log.h"
 #include "notify.h"
+#include "sdnotify.h"
 #include "version.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
@@ -85,6 +86,114 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	notify_transition(agent->notify, a);
 }
 
+/* The report changed: wake long polls, tell systemd. */
+void
+agent_changed(struct agent *agent)
+{
+	struct election_report r;
+	char status[512];
+
+	api_changed(agent->api);
+	election_report(&agent->election, &r);
+	if (r.role == ELECTION_LEADER)
+		snprintf(status, sizeof(status), "leader, epoch %" PRIu64
+		    ", %d candidates", r.epoch, r.candidates);
+	else if (r.has_leader)
+		snprintf(status, sizeof(status), "%s; leader %s (epoch %" PRIu64
+		    "), %d candidates", election_role_name(r.role), r.leader_id,
+		    r.leader_epoch, r.candidates);
+	else
+		snprintf(status, sizeof(status), "%s; no leader known; session %s",
+		    election_role_name(r.role), election_session_name(r.session));
+	sdnotify_status(status);
+}
+
+static void
+agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sdnotify_watchdog();
+}
+
+/*
+ * SIGHUP: reload what can change in place (log level and format, hooks,
+ * signals, hook timeout, the supervised command). Keys that need a restart
+ * are reported and left alone; a bad file is rejected whole.
+ */
+static void
+agent_reload(struct agent *agent)
+{
+	struct config *old = agent->conf, *new;
+	char *errs = NULL, *line, *save = NULL;
+	size_t errlen = 0;
+	FILE *f;
+
+	sdnotify_reloading();
+	f = open_memstream(&errs, &errlen);
+	if (f == NULL) {
+		log_warn("reload: open_memstream");
+		return;
+	}
+	new = config_load(old->file, f);
+	fclose(f);
+	if (new == NULL) {
+		for (line = strtok_r(errs, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save))
+			log_error("reload: %s", line);
+		log_error("reload: configuration rejected; the old one stays in force");
+		free(errs);
+		sdnotify_ready();
+		return;
+	}
+	free(errs);
+#define NEEDS_RESTART(field, name) do {					\
+	if ((old->field == NULL) != (new->field == NULL) ||		\
+	    (old->field != NULL && strcmp(old->field, new->field) != 0))	\
+		log_warnx("reload: %s changed; it takes a restart", name);	\
+} while (0)
+	NEEDS_RESTART(zk_servers, "zookeeper.servers");
+	NEEDS_RESTART(zk_auth_scheme, "zookeeper.auth");
+	NEEDS_RESTART(zk_auth_credentials, "zookeeper.auth");
+	NEEDS_RESTART(election_path, "election.path");
+	NEEDS_RESTART(election_id, "election.id");
+	NEEDS_RESTART(api_socket, "api.socket");
+	NEEDS_RESTART(api_listen, "api.listen");
+#undef NEEDS_RESTART
+	if (old->zk_session_timeout_ms != new->zk_session_timeout_ms)
+		log_warnx("reload: zookeeper.session_timeout changed; it takes a restart");
+	if (old->election_candidate != new->election_candidate)
+		log_warnx("reload: election.candidate changed; it takes a restart");
+	if (old->api_socket_mode != new->api_socket_mode)
+		log_warnx("reload: api.socket_mode changed; it takes a restart");
+
+	/* Swap in what can change; the rest of new is freed with it. */
+#define SWAP(field) do {						\
+	__typeof__(old->field) tmp = old->field;			\
+	old->field = new->field;					\
+	new->field = tmp;						\
+} while (0)
+	SWAP(notify_on_leader);
+	SWAP(notify_on_follower);
+	SWAP(notify_hook_timeout_ms);
+	SWAP(notify_pidfile);
+	SWAP(notify_leader_signal);
+	SWAP(notify_follower_signal);
+	SWAP(notify_run);
+	SWAP(log_level);
+	SWAP(log_format);
+	SWAP(api_tcp_resign);
+#undef SWAP
+	config_free(new);
+	log_init(old->log_level, old->log_format);
+	log_info("reload: configuration reloaded from %s", old->file);
+	sdnotify_ready();
+}
+
+static void
+agent_sighup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	agent_reload(arg);
+}
+
 static void
 agent_stop_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -109,6 +218,7 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
+	sdnotify_stopping();
 	/* Hooks get their whole timeout and the kill grace before we give up. */
 	if (agent->conf->notify_on_follower != NULL)
 		grace_ms += agent->conf->notify_hook_timeout_ms + 2000;
@@ -134,6 +244,7 @@ main(int argc, char *argv[])
 	struct agent agent;
 	const char *file = NULL;
 	bool check = false;
+	uint64_t wd_usec;
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
@@ -191,8 +302,10 @@ main(int argc, char *argv[])
 	agent.ev_sigterm = evsignal_new(agent.base, SIGTERM, agent_signal_cb, &agent);
 	agent.ev_sigint = evsignal_new(agent.base, SIGINT, agent_signal_cb, &agent);
 	agent.ev_stop_timeout = evtimer_new(agent.base, agent_stop_timeout_cb, &agent);
+	agent.ev_sighup = evsignal_new(agent.base, SIGHUP, agent_sighup_cb, &agent);
 	evsignal_add(agent.ev_sigterm, NULL);
 	evsignal_add(agent.ev_sigint, NULL);
+	evsignal_add(agent.ev_sighup, NULL);
 
 	agent.notify = notify_open(&agent);
 	if (agent.notify == NULL)
@@ -206,6 +319,16 @@ main(int argc, char *argv[])
 	log_info("zkelectd %s starting: id %s, election %s%s", ZKELECT_VERSION,
 	    agent.conf->election_id, agent.conf->election_path,
 	    agent.conf->election_candidate ? "" : " (observer)");
+	/* Ready means the API answers (role "unknown" until we know). */
+	sdnotify_ready();
+	sdnotify_status("unknown; connecting to ZooKeeper");
+	if ((wd_usec = sdnotify_watchdog_usec()) != 0) {
+		struct timeval tv = { (time_t)(wd_usec / 2000000),
+		    (suseconds_t)(wd_usec / 2 % 1000000) };
+		agent.ev_watchdog = event_new(agent.base, -1, EV_PERSIST,
+		    agent_watchdog_cb, &agent);
+		event_add(agent.ev_watchdog, &tv);
+	}
 	agent.zk = zk_open(&agent);
 	if (agent.zk == NULL) {
 		log_error("cannot start the ZooKeeper driver; exiting");
@@ -222,6 +345,9 @@ out:
 	api_close(agent.api);
 	event_free(agent.ev_sigterm);
 	event_free(agent.ev_sigint);
+	event_free(agent.ev_sighup);
+	if (agent.ev_watchdog != NULL)
+		event_free(agent.ev_watchdog);
 	event_free(agent.ev_stop_timeout);
 	event_base_free(agent.base);
 	config_free(agent.conf);

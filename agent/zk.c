@@ -649,7 +649,7 @@ zk_feed(struct zk *zk, struct election_event *ev)
 	}
 	zk_schedule_tick(zk);
 	if (e->index != before)
-		api_changed(agent->api);
+		agent_changed(agent);
 }
 
 struct zk *

@@ -7,7 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential meson ninja-build pkg-config git \
-	libevent-dev libyaml-dev libzookeeper-mt-dev check \
+	libevent-dev libyaml-dev libzookeeper-mt-dev check libsystemd-dev \
 	zookeeper default-jre-headless \
 	python3 python3-pytest python3-kazoo \
 	curl valgrind procps >/dev/null
