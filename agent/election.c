@@ -22,6 +22,8 @@
 
 static void	election_rejoin(struct election *, uint64_t, struct election_actions *);
 static void	election_create(struct election *, struct election_actions *);
+static void	election_lose(struct election *, enum election_role, const char *,
+		    struct election_actions *);
 
 const char *
 election_role_name(enum election_role role)
@@ -146,8 +148,11 @@ election_forget_view(struct election *e)
 }
 
 static void
-election_retry(struct election *e, uint64_t now)
+election_retry(struct election *e, uint64_t now, struct election_actions *out)
 {
+	/* Whatever failed, a leader is not sure any more (rule 4). */
+	if (e->role == ELECTION_LEADER)
+		election_lose(e, ELECTION_UNKNOWN, "request failed", out);
 	e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS : e->backoff_ms * 2;
 	if (e->backoff_ms > BACKOFF_MAX_MS)
 		e->backoff_ms = BACKOFF_MAX_MS;
@@ -195,7 +200,9 @@ election_on_session(struct election *e, const struct election_event *ev,
 {
 	enum election_session old = e->session;
 
-	if (ev->session == old && ev->session != SESSION_CONNECTED)
+	/* A repeated state is news only as a CONNECTED of another session. */
+	if (ev->session == old && (old != SESSION_CONNECTED ||
+	    ev->session_id == e->session_id))
 		return;
 	e->session = ev->session;
 	election_next_gen(e);
@@ -208,6 +215,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		 * only within the same session (rule 6 finds it by uuid).
 		 */
 		if (e->session_id != 0 && e->session_id != ev->session_id) {
+			election_lose(e, ELECTION_UNKNOWN, "new session", out);
 			e->node[0] = '\0';
 			e->uuid[0] = '\0';
 		}
@@ -245,7 +253,11 @@ election_on_session(struct election *e, const struct election_event *ev,
 			election_push(out, ACT_EXIT, NULL);
 			return;
 		}
-		e->phase = PHASE_IDLE;
+		/* A resign's hold outlives the session; the node did not. */
+		if (e->phase == PHASE_DELETING || e->phase == PHASE_RELEASING)
+			e->phase = PHASE_HOLDING;
+		else if (e->phase != PHASE_HOLDING)
+			e->phase = PHASE_IDLE;
 		e->session = SESSION_CONNECTING;
 		election_push(out, ACT_NEW_SESSION, NULL);
 		return;
@@ -342,7 +354,7 @@ election_on_created(struct election *e, const struct election_event *ev,
 		/* Outcome unknown (rule 6): reconnecting will list first. */
 		e->phase = PHASE_IDLE;
 	} else
-		election_retry(e, ev->now);
+		election_retry(e, ev->now, out);
 }
 
 static void
@@ -360,7 +372,7 @@ election_on_parent(struct election *e, const struct election_event *ev,
 			election_push(out, ACT_LIST, NULL);
 		}
 	} else
-		election_retry(e, ev->now);
+		election_retry(e, ev->now, out);
 }
 
 static int
@@ -474,9 +486,12 @@ election_on_children(struct election *e, const struct election_event *ev,
 		return;
 	}
 	if (ev->rc != ZOK) {
-		if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
-		    ev->rc != ZSESSIONEXPIRED && ev->rc != ZCLOSING)
-			election_retry(e, ev->now);
+		/* A leader's view refresh failing changes nothing: the lease
+		 * decides. Elsewhere, try again later. */
+		if (e->phase != PHASE_LEADING && ev->rc != ZCONNECTIONLOSS &&
+		    ev->rc != ZOPERATIONTIMEOUT && ev->rc != ZSESSIONEXPIRED &&
+		    ev->rc != ZCLOSING)
+			election_retry(e, ev->now, out);
 		return;
 	}
 
@@ -512,7 +527,7 @@ election_on_owner(struct election *e, const struct election_event *ev,
 		election_new_uuid(e);
 		election_create(e, out);
 	} else
-		election_retry(e, ev->now);
+		election_retry(e, ev->now, out);
 }
 
 static void
@@ -529,7 +544,7 @@ election_on_pred_set(struct election *e, const struct election_event *ev,
 		election_push(out, ACT_LIST, NULL);
 	} else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZSESSIONEXPIRED &&
 	    ev->rc != ZCLOSING)
-		election_retry(e, ev->now);
+		election_retry(e, ev->now, out);
 }
 
 static void
@@ -556,6 +571,15 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 {
 	if (e->phase != PHASE_CLAIMING)
 		return;
+	if (ev->rc == ZOK && ev->now >= ev->sent + election_lease_len(e)) {
+		/* The answer came too late to lead on (we were paused?):
+		 * this term's lease is already over. Look again; a new claim
+		 * will carry a new epoch. */
+		election_next_gen(e);
+		e->phase = PHASE_LISTING;
+		election_push(out, ACT_LIST, NULL);
+		return;
+	}
 	if (ev->rc == ZOK) {
 		e->phase = PHASE_LEADING;
 		e->epoch = (uint64_t)ev->zxid;
@@ -575,7 +599,7 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 		election_create(e, out);
 	} else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
 	    ev->rc != ZSESSIONEXPIRED && ev->rc != ZCLOSING) {
-		election_retry(e, ev->now);
+		election_retry(e, ev->now, out);
 	}
 }
 
@@ -664,6 +688,17 @@ election_on_lowest_changed(struct election *e, const struct election_event *ev,
 {
 	if (ev->name == NULL || strcmp(ev->name, e->lowest) != 0)
 		return;
+	if (e->phase == PHASE_LEADING && strcmp(ev->name, e->node) == 0) {
+		/* Our own node is gone (deleted by hand, or the session is
+		 * ending): a successor may claim at any moment. */
+		election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
+		election_next_gen(e);
+		election_forget_view(e);
+		election_push(out, ACT_WATCH_CLAIM, NULL);
+		election_new_uuid(e);
+		election_create(e, out);
+		return;
+	}
 	/* The claimant left: nobody is named until the next claim. */
 	election_update_lowest(e, NULL, out);
 	if (!ev->deleted && e->phase != PHASE_LEADING)
@@ -694,11 +729,10 @@ election_release(struct election *e, uint64_t now, const char *reason,
 	} else if (e->stopping) {
 		e->phase = PHASE_STOPPED;
 		election_push(out, ACT_EXIT, NULL);
-	} else {
-		e->phase = PHASE_HOLDING;
-		e->node[0] = '\0';
-		e->uuid[0] = '\0';
-	}
+	} else if (e->node[0] != '\0') {
+		e->phase = PHASE_DELETING;	/* once reconnected */
+	} else
+		e->phase = PHASE_HOLDING;	/* a lost create is found by uuid */
 	(void)now;
 }
 
@@ -708,8 +742,20 @@ election_on_deleted(struct election *e, const struct election_event *ev,
 {
 	if (e->phase != PHASE_DELETING)
 		return;
-	if (ev->rc != ZOK && ev->rc != ZNONODE && !e->stopping) {
-		election_retry(e, ev->now);
+	if (ev->rc != ZOK && ev->rc != ZNONODE) {
+		if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT ||
+		    ev->rc == ZSESSIONEXPIRED || ev->rc == ZCLOSING)
+			return;		/* reconnecting deletes it again */
+		if (e->stopping) {
+			e->phase = PHASE_STOPPED;	/* it goes with the session */
+			election_push(out, ACT_EXIT, NULL);
+			return;
+		}
+		e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS :
+		    e->backoff_ms * 2;
+		if (e->backoff_ms > BACKOFF_MAX_MS)
+			e->backoff_ms = BACKOFF_MAX_MS;
+		e->retry_at = ev->now + e->backoff_ms;
 		return;
 	}
 	e->node[0] = '\0';
@@ -749,10 +795,8 @@ election_on_tick(struct election *e, const struct election_event *ev,
 		return;
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until) {
-		if (e->session == SESSION_CONNECTED)
-			election_create(e, out);
-		else
-			e->phase = PHASE_IDLE;
+		e->phase = PHASE_IDLE;
+		election_rejoin(e, now, out);
 		return;
 	}
 	if (e->retry_at != 0 && now >= e->retry_at) {
@@ -762,7 +806,9 @@ election_on_tick(struct election *e, const struct election_event *ev,
 			election_push(out, ACT_NEW_SESSION, NULL);
 			return;
 		}
-		if (e->phase == PHASE_IDLE)
+		if (e->phase == PHASE_DELETING && e->session == SESSION_CONNECTED)
+			election_push(out, ACT_DELETE, e->node);
+		else if (e->phase == PHASE_IDLE)
 			election_rejoin(e, now, out);
 	}
 }
@@ -847,13 +893,23 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	case EV_RESIGN:
 		if (e->stopping || !e->candidate)
 			break;
-		e->hold_until = ev->now + ev->hold_ms;
+		if (ev->now + ev->hold_ms > e->hold_until)
+			e->hold_until = ev->now + ev->hold_ms;
+		/* Already letting go: the longer hold is all that changes. */
+		if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
+		    e->phase == PHASE_HOLDING)
+			break;
 		election_release(e, ev->now, "resigned", out);
 		break;
 	case EV_STOP:
 		if (e->stopping)
 			break;
 		e->stopping = true;
+		if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING) {
+			/* Finish the release under way, then exit (rule 10). */
+			election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
+			break;
+		}
 		election_release(e, ev->now, "stopping", out);
 		break;
 	case EV_NOTIFIED:

@@ -57,11 +57,8 @@ client_request(const char *path, const char *method, const char *target,
 			errno = ETIMEDOUT;
 			goto fail;
 		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
+		if (n < 0)
+			goto fail;	/* EINTR included: the caller decides */
 		if (len + 4096 + 1 > cap) {
 			cap = cap == 0 ? 8192 : cap * 2;
 			if (cap > CLIENT_MAX_RESPONSE) {

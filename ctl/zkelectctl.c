@@ -284,8 +284,10 @@ run_poll(const char *target, int wait_ms, char *role, size_t rlen, char *epoch, 
 	    client_json_get(resp.body, "index", index, ilen) == 0 &&
 	    client_json_get(resp.body, "lease_remaining_ms", lease,
 	    sizeof(lease)) == 0) {
-		/* Measured from when we asked: the answer may be late. */
-		*lease_deadline = sent + strtoull(lease, NULL, 10);
+		/* Measured from when we asked: the answer may be late. Only
+		 * a leader's answer moves it; a loss keeps the last term's. */
+		if (strcmp(role, "leader") == 0)
+			*lease_deadline = sent + strtoull(lease, NULL, 10);
 		rc = 0;
 	}
 	client_response_free(&resp);

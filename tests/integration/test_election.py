@@ -212,10 +212,15 @@ def test_session_expiry_and_rejoin(agents, observer, election):
          timeout_ms / 1000.0 + 10, what="expiry to remove %s" % old_name)
     print("session expired %.0f ms after SIGSTOP (timeout %d ms)"
           % ((time.monotonic() - t0) * 1000, timeout_ms))
-    # The others notice one candidate fewer.
+    # The others should notice one candidate fewer (checked at the end, so
+    # that a stale count does not hide the rejoin behaviour below).
     others = [a for a in pool if a is not f]
+    stale_counts = []
     for a in others:
-        a.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")
+        try:
+            a.wait_for(lambda s: s["candidates"] == 2, 10, what="candidates == 2")
+        except AssertionError as e:
+            stale_counts.append(str(e))
     f.resume()
 
     s = f.wait_for(lambda s: s["role"] == "follower" and s["session"]["state"] == "connected"
@@ -233,6 +238,8 @@ def test_session_expiry_and_rejoin(agents, observer, election):
     # Leadership did not move: the leader's node was lower all along.
     lead2, ls2, _ = settled(pool)
     assert lead2 is lead and ls2["epoch"] == ls["epoch"]
+    assert not stale_counts, "agents missed the expired candidate:\n" + "\n".join(stale_counts)
+    settled(pool, timeout=15, candidates=True)
 
 
 def test_epochs_strictly_increase_over_ten_handovers(agents, observer, election, recorder):
@@ -392,13 +399,31 @@ def long_poll(agent, index, wait, timeout):
                         timeout=timeout)
 
 
-def test_long_poll(agents):
+def park_long_poll(agent, index, wait, timeout):
+    """Start a long poll in a thread; returns (thread, box) where box gets
+    "r" (Response) or "e" (exception) and "t" (monotonic time answered)."""
+    box = {}
+
+    def waiter():
+        try:
+            box["r"] = long_poll(agent, index, wait, timeout)
+        except Exception as e:  # noqa: BLE001
+            box["e"] = e
+        box["t"] = time.monotonic()
+    th = threading.Thread(target=waiter, daemon=True)
+    th.start()
+    return th, box
+
+
+def sole_leader(a1):
+    return a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
+                       and s["leader"] == {"id": a1.id, "epoch": s["epoch"]}
+                       and s["session"]["state"] == "connected", 20, what="sole agent leads")
+
+
+def test_long_poll_times_out_unchanged(agents):
     a1 = agents.new("a1")
-    s = a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
-                    and s["leader"] == {"id": "a1", "epoch": s["epoch"]}
-                    and s["session"]["state"] == "connected", 20, what="sole agent leads")
-    n = s["index"]
-    # Nothing changes: the same index after `wait`.
+    n = sole_leader(a1)["index"]
     t0 = time.monotonic()
     r = long_poll(a1, n, "1s", timeout=10)
     dt = time.monotonic() - t0
@@ -406,17 +431,31 @@ def test_long_poll(agents):
     assert r.json()["index"] == n, "index moved while nothing happened: %r" % r
     assert 0.9 <= dt < 5.0 * SLOW, "wait=1s answered after %.2fs" % dt
 
-    # A change (another candidate joins) answers promptly.
-    box = {}
 
-    def waiter():
-        try:
-            box["r"] = long_poll(a1, n, "20s", timeout=30)
-        except Exception as e:  # noqa: BLE001
-            box["e"] = e
-        box["t"] = time.monotonic()
-    th = threading.Thread(target=waiter)
-    th.start()
+def test_long_poll_wakes_on_leader_change(agents):
+    a1 = agents.new("a1")
+    sole_leader(a1)
+    a2 = agents.new("a2")
+    s = a2.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None
+                    and s["leader"]["id"] == "a1", 20, what="a2 follows a1")
+    n = s["index"]
+    th, box = park_long_poll(a2, n, "20s", timeout=30)
+    t_change = time.monotonic()
+    assert a1.stop() == 0
+    th.join(40)
+    assert "e" not in box, box.get("e")
+    d = box["r"].json()
+    assert d["index"] > n, "long poll answered after %.2fs without a change: %r" \
+        % (box["t"] - t_change, box["r"])
+    assert box["t"] - t_change < 10.0 * SLOW, "long poll answered %.2fs after the change" \
+        % (box["t"] - t_change)
+
+
+def test_long_poll_wakes_on_join(agents):
+    """Another candidate joins: `candidates` changes, so `index` does."""
+    a1 = agents.new("a1")
+    n = sole_leader(a1)["index"]
+    th, box = park_long_poll(a1, n, "20s", timeout=30)
     # If a2 joins before the request is parked, the answer is immediate: also fine.
     t_join = time.monotonic()
     agents.new("a2")
@@ -424,7 +463,8 @@ def test_long_poll(agents):
     assert "e" not in box, box.get("e")
     r = box["r"]
     d = r.json()
-    assert d["index"] > n
+    assert d["index"] > n, "long poll answered after %.2fs without a change (candidates %s): %r" \
+        % (box["t"] - t_join, d["candidates"], r)
     assert box["t"] - t_join < 10.0 * SLOW, "long poll answered %.2fs after the change" \
         % (box["t"] - t_join)
     a1.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")

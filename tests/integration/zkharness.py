@@ -57,6 +57,10 @@ def four_letter(host, port, cmd, timeout=1.0):
         return None
 
 
+class PollAbort(AssertionError):
+    """Raised by a probe to end a poll at once (e.g. the process died)."""
+
+
 def poll(pred, timeout, interval=0.02, what="condition"):
     """Call pred() until it returns a truthy value or the deadline passes.
     Returns the value; raises AssertionError naming `what` on timeout."""
@@ -67,6 +71,8 @@ def poll(pred, timeout, interval=0.02, what="condition"):
             v = pred()
             if v:
                 return v
+        except PollAbort:
+            raise
         except Exception as e:  # noqa: BLE001 - a failing probe is "not yet"
             last_exc = e
         if time.monotonic() >= deadline:
@@ -312,7 +318,7 @@ class Agent:
 
         def probe():
             if not self.running():
-                raise AssertionError("%s exited with status %s while waiting for %s"
+                raise PollAbort("%s exited with status %s while waiting for %s"
                                      % (self.id, self.proc.returncode if self.proc else None,
                                         what))
             s = self.status(timeout=1.0)
