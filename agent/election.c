@@ -64,7 +64,8 @@ const char *
 election_action_name(enum election_action_type t)
 {
 	static const char *const names[] = {
-		"create_parent", "create", "list", "watch_pred", "get_owner",
+		"create_parent", "create", "list", "watch_children",
+		"watch_pred", "get_owner",
 		"claim", "renew", "watch_claim", "watch_lowest", "delete",
 		"new_session", "notify", "exit",
 	};
@@ -591,6 +592,9 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 		snprintf(e->claim_id, sizeof(e->claim_id), "%s", e->id);
 		e->claim_epoch = e->epoch;
 		election_set_role(e, ELECTION_LEADER, "claimed", false, out);
+		/* Only the leader watches the whole queue, to keep its
+		 * candidate count fresh; one agent, one notification. */
+		election_push(out, ACT_WATCH_CHILDREN, NULL);
 		return;
 	}
 	if (ev->rc == ZNONODE) {
@@ -877,6 +881,10 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	case EV_CLAIM_CHANGED:
 		if (e->session == SESSION_CONNECTED)
 			election_push(out, ACT_WATCH_CLAIM, NULL);
+		break;
+	case EV_CHILDREN_CHANGED:
+		if (e->phase == PHASE_LEADING)
+			election_push(out, ACT_WATCH_CHILDREN, NULL);
 		break;
 	case EV_LOWEST_DATA:
 		election_on_lowest_data(e, ev, out);

@@ -64,6 +64,7 @@ enum election_event_type {
 	EV_LOWEST_DATA,		/* rc, name, data/datalen, zxid (czxid) */
 	EV_LOWEST_CHANGED,	/* name: watch on the lowest node fired */
 	EV_DELETED,		/* rc: our node deleted (resign/stop) */
+	EV_CHILDREN_CHANGED,	/* the leader's watch on the children fired */
 	EV_TICK,		/* time passed; check lease, renewal, retries */
 	EV_RESIGN,		/* hold_ms */
 	EV_STOP,
@@ -94,6 +95,7 @@ enum election_action_type {
 	ACT_CREATE_PARENT,	/* create every component of the path */
 	ACT_CREATE,		/* create _c_<uuid>-latch- EPHEMERAL_SEQUENTIAL */
 	ACT_LIST,		/* get children of the election path */
+	ACT_WATCH_CHILDREN,	/* the same, with a child watch (leader only) */
 	ACT_WATCH_PRED,		/* awget name (watch + NONODE check) */
 	ACT_GET_OWNER,		/* exists name, for its ephemeralOwner */
 	ACT_CLAIM,		/* multi: check name, setData(path, id) */

@@ -28,13 +28,14 @@
 enum zk_kind {
 	ZK_SESSION, ZK_PARENT, ZK_CREATE, ZK_LIST, ZK_PRED_SET, ZK_PRED_WATCH,
 	ZK_OWNER, ZK_CLAIM, ZK_RENEW, ZK_CLAIM_DATA, ZK_CLAIM_WATCH,
-	ZK_LOWEST_DATA, ZK_LOWEST_WATCH, ZK_DELETE, ZK_NOTIFIED,
+	ZK_LOWEST_DATA, ZK_LOWEST_WATCH, ZK_DELETE, ZK_NOTIFIED, ZK_CHILD_WATCH,
 };
 
 static const char *const zk_kind_names[] = {
 	"session", "create election path", "create", "list", "watch predecessor",
 	"predecessor watch", "owner", "claim", "renew", "read claim",
 	"claim watch", "read lowest", "lowest watch", "delete", "notified",
+	"children watch",
 };
 
 /* One request in flight; freed by the loop once its completion is applied. */
@@ -380,6 +381,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_LOWEST_WATCH:	ev.type = EV_LOWEST_CHANGED; break;
 	case ZK_DELETE:		ev.type = EV_DELETED; break;
 	case ZK_NOTIFIED:	ev.type = EV_NOTIFIED; break;
+	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
 	}
 	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
@@ -550,6 +552,11 @@ zk_perform(struct zk *zk, const struct election_action *a)
 	case ACT_LIST:
 		req = zk_req_new(zk, ZK_LIST, NULL);
 		rc = zoo_aget_children(zk->zh, zk->path, 0, zk_strings_cb, req);
+		break;
+	case ACT_WATCH_CHILDREN:
+		req = zk_req_new(zk, ZK_LIST, NULL);
+		rc = zoo_awget_children(zk->zh, zk->path, zk_node_watcher,
+		    ZK_WATCH_CTX(e->gen, ZK_CHILD_WATCH), zk_strings_cb, req);
 		break;
 	case ACT_WATCH_PRED:
 		zk_node_path(zk, a->name, path, sizeof(path));

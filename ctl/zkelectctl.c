@@ -267,7 +267,7 @@ run_on_signal(int sig)
 
 /* Asks the agent; on success fills role, epoch and the lease deadline. */
 static int
-run_poll(const char *target, int wait_ms, char *role, size_t rlen, char *epoch, size_t elen,
+run_poll(const char *target, int timeout_ms, char *role, size_t rlen, char *epoch, size_t elen,
     uint64_t *lease_deadline, char *index, size_t ilen)
 {
 	struct client_response resp;
@@ -275,8 +275,7 @@ run_poll(const char *target, int wait_ms, char *role, size_t rlen, char *epoch, 
 	uint64_t sent = now_ms();
 	int rc = -1;
 
-	if (client_request(socket_path, "GET", target, wait_ms + 2000,
-	    &resp) == -1)
+	if (client_request(socket_path, "GET", target, timeout_ms, &resp) == -1)
 		return -1;
 	if (resp.code == 200 &&
 	    client_json_get(resp.body, "role", role, rlen) == 0 &&
@@ -343,10 +342,10 @@ static int
 cmd_run(int argc, char *argv[])
 {
 	char role[32], epoch[32], index[32] = "0", target[128];
-	uint64_t deadline = 0, now;
+	uint64_t deadline = 0, now, left;
 	struct sigaction sa;
 	pid_t child = -1;
-	int status, wait_ms;
+	int status, wait_ms, timeout_ms;
 
 	if (argc > 1 && strcmp(argv[1], "--") == 0) {
 		argc--;
@@ -374,9 +373,22 @@ cmd_run(int argc, char *argv[])
 		/* Leading: short slices keep the lease deadline fresh. Not
 		 * leading: a long wait, since any change answers at once. */
 		wait_ms = child > 0 ? RUN_POLL_MS : 30000;
+		timeout_ms = wait_ms + 2000;
+		if (child > 0) {
+			/* No single request may outlast the lease: a frozen
+			 * agent must not keep the child alive. */
+			now = now_ms();
+			left = deadline > now + RUN_KILL_MARGIN_MS ?
+			    deadline - now - RUN_KILL_MARGIN_MS : 1;
+			if (left < (uint64_t)timeout_ms)
+				timeout_ms = (int)left;
+			if (timeout_ms < wait_ms)
+				wait_ms = timeout_ms;
+		}
 		snprintf(target, sizeof(target), "/v1/status?wait=%dms&index=%s",
 		    wait_ms, index);
-		if (run_poll(target, wait_ms, role, sizeof(role), epoch, sizeof(epoch),
+		if (run_poll(target, timeout_ms, role, sizeof(role), epoch,
+		    sizeof(epoch),
 		    &deadline, index, sizeof(index)) == -1) {
 			/* Unreachable agent: treat as not leading (rule 2). */
 			strcpy(role, "unknown");

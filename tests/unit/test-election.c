@@ -305,7 +305,7 @@ join_leader(struct election *e)
 		{ CHILDREN(T0 + 8), "watch_lowest:" ME(1, 03) " claim:" ME(1, 03),
 		  R(ELECTION_UNKNOWN), PH(PHASE_CLAIMING), KIDS(ME(1, 03), E04) },
 		{ LOWEST_DATA(ME(1, 03), MY_ID, E1 - 1, T0 + 9), "" },
-		{ CLAIMED(E1, CLAIM_SENT, T0 + 20), "notify:unknown>leader",
+		{ CLAIMED(E1, CLAIM_SENT, T0 + 20), "notify:unknown>leader watch_children",
 		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
 
@@ -350,7 +350,7 @@ START_TEST(test_join_leader)
 		{ CHILDREN(T0 + 8), "watch_lowest:" ME(1, 03) " claim:" ME(1, 03),
 		  R(ELECTION_UNKNOWN), PH(PHASE_CLAIMING),
 		  KIDS(E04, "not-a-contender", ME(1, 03)) },
-		{ CLAIMED(E1, T0 + 10, T0 + 30), "notify:unknown>leader",
+		{ CLAIMED(E1, T0 + 10, T0 + 30), "notify:unknown>leader watch_children",
 		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
 
@@ -411,7 +411,7 @@ START_TEST(test_follower_predecessor)
 		  PH(PHASE_LISTING) },
 		{ CHILDREN(T0 + 16), "watch_lowest:" ME(1, 05) " claim:" ME(1, 05),
 		  R(ELECTION_FOLLOWER), PH(PHASE_CLAIMING), KIDS(ME(1, 05), D07) },
-		{ CLAIMED(E2, T0 + 16, T0 + 18), "notify:follower>leader",
+		{ CLAIMED(E2, T0 + 16, T0 + 18), "notify:follower>leader watch_children",
 		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
 
@@ -468,7 +468,7 @@ START_TEST(test_rule1_connection_lost)
 		/* Lowest again: a new term needs a new claim (rule 3). */
 		{ CHILDREN(t + 2), "watch_lowest:" ME(1, 03) " claim:" ME(1, 03),
 		  R(ELECTION_UNKNOWN), PH(PHASE_CLAIMING), KIDS(ME(1, 03), E04) },
-		{ CLAIMED(E2, t + 2, t + 3), "notify:unknown>leader",
+		{ CLAIMED(E2, t + 2, t + 3), "notify:unknown>leader watch_children",
 		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
 
@@ -540,7 +540,7 @@ START_TEST(test_rule2_lease_renewal)
 		{ CHILDREN(RENEW1 + LEASE + 2), "claim:" ME(1, 03),
 		  R(ELECTION_UNKNOWN), PH(PHASE_CLAIMING), KIDS(ME(1, 03), E04) },
 		{ CLAIMED(E2, RENEW1 + LEASE + 2, RENEW1 + LEASE + 3),
-		  "notify:unknown>leader", R(ELECTION_LEADER), PH(PHASE_LEADING) },
+		  "notify:unknown>leader watch_children", R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
 
 	join_leader(&e);
