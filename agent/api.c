@@ -29,11 +29,11 @@
 #include "agent.h"
 #include "api.h"
 #include "clock.h"
+#include "http.h"
 #include "log.h"
 
 #define API_MAX_CONNS		256
-#define API_MAX_HEADER		8192
-#define API_MAX_BODY		1024
+#define API_MAX_HEADER		HTTP_MAX_HEADER
 #define API_IDLE_TIMEOUT_S	10
 #define API_MAX_WAIT_MS		(10 * 60 * 1000)
 
@@ -49,7 +49,6 @@ struct api_conn {
 	uint64_t		 wait_index;
 	enum api_endpoint	 wait_endpoint;
 	struct api_conn		*next_waiter;
-	size_t			 body_left;	/* body bytes still to discard */
 };
 
 struct api {
@@ -253,24 +252,6 @@ api_changed(struct api *api)
 	}
 }
 
-/* Finds "name=value" in a query string; returns a malloc'd value or NULL. */
-static char *
-api_query_get(const char *query, const char *name)
-{
-	size_t len = strlen(name);
-	const char *p = query, *end;
-
-	while (p != NULL && *p != '\0') {
-		end = strchr(p, '&');
-		if (strncmp(p, name, len) == 0 && p[len] == '=') {
-			p += len + 1;
-			return strndup(p, end != NULL ? (size_t)(end - p) : strlen(p));
-		}
-		p = end != NULL ? end + 1 : NULL;
-	}
-	return NULL;
-}
-
 static void
 api_handle_status(struct api_conn *c, enum api_endpoint ep, const char *query)
 {
@@ -280,8 +261,8 @@ api_handle_status(struct api_conn *c, enum api_endpoint ep, const char *query)
 	struct timeval tv;
 
 	if (query != NULL) {
-		wait = api_query_get(query, "wait");
-		index = api_query_get(query, "index");
+		wait = http_query_get(query, "wait");
+		index = http_query_get(query, "index");
 	}
 	if (wait != NULL && config_parse_duration(wait, &wait_ms) == -1) {
 		api_error(c, ep, 400, "wait: not a duration (use e.g. 30s)");
@@ -339,7 +320,7 @@ api_handle_resign(struct api_conn *c, const char *query)
 		return;
 	}
 	if (query != NULL)
-		hold = api_query_get(query, "hold");
+		hold = http_query_get(query, "hold");
 	if (hold != NULL && config_parse_duration(hold, &hold_ms) == -1) {
 		free(hold);
 		api_error(c, API_RESIGN, 400, "hold: not a duration (use e.g. 10s)");
@@ -359,14 +340,11 @@ api_handle_resign(struct api_conn *c, const char *query)
 }
 
 static void
-api_route(struct api_conn *c, const char *method, char *target)
+api_route(struct api_conn *c, const char *method, const char *target,
+    const char *query)
 {
-	char *query = strchr(target, '?');
 	bool get = strcmp(method, "GET") == 0;
 	enum api_endpoint ep;
-
-	if (query != NULL)
-		*query++ = '\0';
 	if (strcmp(target, "/v1/status") == 0)
 		ep = API_STATUS;
 	else if (strcmp(target, "/v1/leader") == 0)
@@ -413,88 +391,34 @@ api_route(struct api_conn *c, const char *method, char *target)
 	}
 }
 
-/*
- * Parses one request head (request line and headers, NUL-terminated).
- * Returns 0 and routes it, or answers with an error and returns -1.
- */
-static int
+/* Parses one request head (NUL-terminated) and answers it. */
+static void
 api_parse(struct api_conn *c, char *head)
 {
-	char *line, *save = NULL, *method, *target, *version, *colon, *v;
-	bool http10, conn_close = false, conn_keep = false;
-	long long clen = 0;
+	struct http_request req;
+	struct evbuffer *in;
+	const char *error;
+	int code;
 
-	line = strtok_r(head, "\r\n", &save);
-	if (line == NULL)
-		goto bad;
-	method = line;
-	target = strchr(method, ' ');
-	if (target == NULL)
-		goto bad;
-	*target++ = '\0';
-	version = strchr(target, ' ');
-	if (version == NULL)
-		goto bad;
-	*version++ = '\0';
-	if (strcmp(version, "HTTP/1.1") == 0)
-		http10 = false;
-	else if (strcmp(version, "HTTP/1.0") == 0)
-		http10 = true;
-	else
-		goto bad;
-	if (target[0] != '/')
-		goto bad;
-
-	while ((line = strtok_r(NULL, "\r\n", &save)) != NULL) {
-		colon = strchr(line, ':');
-		if (colon == NULL || colon == line)
-			goto bad;
-		*colon = '\0';
-		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
-			;
-		if (strcasecmp(line, "Content-Length") == 0) {
-			char *end;
-			errno = 0;
-			clen = strtoll(v, &end, 10);
-			if (errno != 0 || end == v || clen < 0)
-				goto bad;
-		} else if (strcasecmp(line, "Transfer-Encoding") == 0) {
-			c->keepalive = false;
-			api_error(c, API_OTHER, 501, "chunked bodies are not accepted");
-			return -1;
-		} else if (strcasecmp(line, "Connection") == 0) {
-			if (strcasestr(v, "close") != NULL)
-				conn_close = true;
-			if (strcasestr(v, "keep-alive") != NULL)
-				conn_keep = true;
-		}
-	}
-	c->keepalive = !conn_close && (!http10 || conn_keep);
-	if (clen > API_MAX_BODY) {
+	code = http_parse_head(head, &req, &error);
+	if (code != 0) {
 		c->keepalive = false;
-		api_error(c, API_OTHER, 413, "request body too large");
-		return -1;
+		api_error(c, API_OTHER, code, error);
+		return;
 	}
-	c->body_left = (size_t)clen;
+	c->keepalive = req.keepalive;
 	c->busy = true;
-	/* The body (never needed) is discarded before routing. */
-	if (c->body_left > 0) {
-		struct evbuffer *in = bufferevent_get_input(c->bev);
-		size_t have = evbuffer_get_length(in);
-		if (have < c->body_left) {
-			c->keepalive = false;	/* simpler than waiting */
+	/* A body (never needed) must have arrived with the head. */
+	if (req.content_length > 0) {
+		in = bufferevent_get_input(c->bev);
+		if (evbuffer_get_length(in) < req.content_length) {
+			c->keepalive = false;
 			api_error(c, API_OTHER, 400, "incomplete request body");
-			return -1;
+			return;
 		}
-		evbuffer_drain(in, c->body_left);
-		c->body_left = 0;
+		evbuffer_drain(in, req.content_length);
 	}
-	api_route(c, method, target);
-	return 0;
-bad:
-	c->keepalive = false;
-	api_error(c, API_OTHER, 400, "malformed request");
-	return -1;
+	api_route(c, req.method, req.target, req.query);
 }
 
 static void

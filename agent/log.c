@@ -63,7 +63,7 @@ log_json_escape(char *dst, size_t cap, const char *src)
 	return n;
 }
 
-static void
+static void __attribute__((format(printf, 3, 0)))
 log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
 	char msg[2048], line[4600], ts[40];

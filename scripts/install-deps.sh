@@ -10,5 +10,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libevent-dev libyaml-dev libzookeeper-mt-dev check libsystemd-dev \
 	zookeeper default-jre-headless \
 	python3 python3-pytest python3-kazoo \
-	curl valgrind procps >/dev/null
+	curl valgrind procps clang libclang-rt-14-dev >/dev/null
 echo "install-deps: done"

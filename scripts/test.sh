@@ -5,6 +5,8 @@
 # ZooKeeper on loopback and real agent processes) on both builds.
 #   SKIP_INSTALL=1  do not run apt-get
 #   SKIP_ASAN=1     plain build only
+#   SKIP_FUZZ=1     no libFuzzer build and short fuzzing run
+#   FUZZ_SECONDS=N  how long each fuzz target runs (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,4 +37,25 @@ for b in "${builds[@]}"; do
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration || status=1
 done
+if [ "${SKIP_FUZZ:-}" != 1 ]; then
+	echo "== fuzzing: the saved corpus, then ${FUZZ_SECONDS:-20}s per target (clang libFuzzer)"
+	if [ ! -d build-fuzz ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true -Dsystemd=disabled \
+			-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	fi
+	ninja -C build-fuzz
+	meson test -C build-fuzz --suite fuzz --print-errorlogs || status=1
+	for t in http config; do
+		work=$(mktemp -d)
+		build-fuzz/tests/fuzz/fuzz-$t -max_total_time="${FUZZ_SECONDS:-20}" \
+			-max_len=4096 -artifact_prefix="$work/" "$work" "tests/fuzz/corpus/$t" \
+			>"$work.log" 2>&1 || {
+			status=1
+			tail -30 "$work.log"
+			echo "fuzz-$t found a crash: keep it in tests/fuzz/corpus/$t/:"
+			ls "$work"/crash-* "$work"/leak-* "$work"/timeout-* 2>/dev/null || true
+		}
+		rm -rf "$work" "$work.log"
+	done
+fi
 exit $status

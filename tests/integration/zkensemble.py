@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: MIT
+"""A 3-server ZooKeeper ensemble on loopback for the fault tests.
+
+Each server has its own client, quorum and election ports, its own data dir
+(with myid), zoo.cfg (tickTime=200, small initLimit/syncLimit, 4lw whitelist,
+admin server off) and log4j configuration writing to a file. Servers can be
+started, stopped (SIGTERM), killed (SIGKILL), paused (SIGSTOP) and resumed.
+wait_quorum() polls `srvr` on every server with a deadline until one leads
+and the others follow.
+
+The `ensemble` fixture (module scope) starts one ensemble per test module;
+each test should call ensemble.ensure_healthy() first, which restarts or
+resumes what an earlier test left broken.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from zkharness import (LOG4J, SLOW, ZK_EXTRA_JARS, ZK_JAR, four_letter, free_port,
+                       poll)
+
+TICK_MS = 200
+INIT_LIMIT = 20       # ticks: 4 s for a follower to connect and sync (slow JVMs)
+SYNC_LIMIT = 10       # ticks: 2 s before a silent follower/leader is dropped
+
+
+def _mode_of(srvr_answer):
+    if not srvr_answer:
+        return None
+    for line in srvr_answer.splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+class EnsembleServer:
+    def __init__(self, myid, base_dir, client_port, quorum_port, election_port):
+        self.myid = myid
+        self.host = "127.0.0.1"
+        self.port = client_port
+        self.quorum_port = quorum_port
+        self.election_port = election_port
+        self.dir = os.path.join(base_dir, "zk%d" % myid)
+        self.data = os.path.join(self.dir, "data")
+        self.conf = os.path.join(self.dir, "conf")
+        self.cfg = os.path.join(self.dir, "zoo.cfg")
+        self.proc = None
+        self.paused = False
+        self._out = None
+        self.starts = 0
+
+    @property
+    def hostport(self):
+        return "%s:%d" % (self.host, self.port)
+
+    @property
+    def log_path(self):
+        return os.path.join(self.dir, "zookeeper.log")
+
+    def write_config(self, peers):
+        os.makedirs(self.data, exist_ok=True)
+        os.makedirs(self.conf, exist_ok=True)
+        with open(os.path.join(self.data, "myid"), "w") as f:
+            f.write("%d\n" % self.myid)
+        with open(os.path.join(self.conf, "log4j.properties"), "w") as f:
+            f.write(LOG4J)
+        with open(self.cfg, "w") as f:
+            f.write("tickTime=%d\n" % TICK_MS)
+            f.write("initLimit=%d\n" % INIT_LIMIT)
+            f.write("syncLimit=%d\n" % SYNC_LIMIT)
+            f.write("dataDir=%s\n" % self.data)
+            f.write("clientPort=%d\n" % self.port)
+            f.write("clientPortAddress=%s\n" % self.host)
+            f.write("minSessionTimeout=400\n")
+            f.write("maxSessionTimeout=10000\n")
+            f.write("admin.enableServer=false\n")
+            f.write("4lw.commands.whitelist=*\n")
+            f.write("maxClientCnxns=0\n")
+            f.write("standaloneEnabled=false\n")
+            f.write("reconfigEnabled=false\n")
+            for p in peers:
+                f.write("server.%d=127.0.0.1:%d:%d\n" % (p.myid, p.quorum_port,
+                                                         p.election_port))
+
+    def start(self):
+        assert not self.running(), "zk%d already running" % self.myid
+        cp = ":".join([self.conf, ZK_JAR] + [j for j in ZK_EXTRA_JARS if os.path.exists(j)])
+        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Dzookeeper.admin.enableServer=false",
+                "-Dzookeeper.4lw.commands.whitelist=*",
+                "-Dzookeeper.cnxTimeout=1000",
+                "-Dzookeeper.log.dir=%s" % self.dir,
+                "-Dlog4j.configuration=file:%s" % os.path.join(self.conf, "log4j.properties"),
+                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", self.cfg]
+        self._out = open(os.path.join(self.dir, "stdout.log"), "ab")
+        self.starts += 1
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.paused = False
+        return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def srvr(self, timeout=1.0):
+        if not self.running() or self.paused:
+            return None
+        return four_letter(self.host, self.port, "srvr", timeout=timeout)
+
+    def mode(self):
+        """'leader', 'follower', or None (down, paused, not serving)."""
+        return _mode_of(self.srvr())
+
+    def zxid(self):
+        a = self.srvr()
+        for line in (a or "").splitlines():
+            if line.startswith("Zxid:"):
+                return int(line.split(":", 1)[1].strip(), 16)
+        return None
+
+    def session_ids(self):
+        """Session ids of the clients connected to this server (from `cons`)."""
+        if not self.running() or self.paused:
+            return set()
+        a = four_letter(self.host, self.port, "cons", timeout=1.0) or ""
+        out = set()
+        for line in a.splitlines():
+            i = line.find("sid=")
+            if i >= 0:
+                v = line[i + 4:].split(",")[0].split(")")[0].strip()
+                try:
+                    out.add(int(v, 16))
+                except ValueError:
+                    pass
+        return out
+
+    def stop(self, timeout=20):
+        """SIGTERM (a clean shutdown), SIGKILL if it lingers."""
+        if self.paused:
+            self.resume()
+        if self.running():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self._close_out()
+
+    def kill(self):
+        if self.running():
+            self.proc.kill()
+            self.proc.wait(30)
+        self.paused = False
+        self._close_out()
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        if self.running():
+            self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def _close_out(self):
+        if self._out:
+            self._out.close()
+            self._out = None
+
+    def log_tail(self, n=3000):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def __repr__(self):
+        return "<zk%d %s %s>" % (self.myid, self.hostport,
+                                 "paused" if self.paused else
+                                 ("up" if self.running() else "down"))
+
+
+class Ensemble:
+    def __init__(self, size=3):
+        self.dir = tempfile.mkdtemp(prefix="zkit-ens-", dir="/tmp")
+        self.servers = []
+        for i in range(1, size + 1):
+            self.servers.append(EnsembleServer(i, self.dir, free_port(), free_port(),
+                                               free_port()))
+        for s in self.servers:
+            s.write_config(self.servers)
+
+    def start(self, timeout=120):
+        if not shutil.which("java"):
+            raise RuntimeError("java not found: install the zookeeper package")
+        for s in self.servers:
+            s.start()
+        self.wait_quorum(timeout)
+        return self
+
+    def connect_string(self, order=None):
+        """host:port list; `order` is a list of indexes (0-based) into servers."""
+        order = order if order is not None else range(len(self.servers))
+        return ",".join(self.servers[i].hostport for i in order)
+
+    @property
+    def hostports(self):
+        return self.connect_string()
+
+    def modes(self):
+        return {s.myid: s.mode() for s in self.servers}
+
+    def wait_quorum(self, timeout=90, expect=None, what=None):
+        """Poll `srvr` until exactly one server leads and every other live one
+        follows; `expect` = how many must serve (default: every server that
+        runs and is not paused). Returns the leading EnsembleServer."""
+        last = {}
+
+        def probe():
+            live = [s for s in self.servers if s.running() and not s.paused]
+            want = expect if expect is not None else len(live)
+            ms = {s.myid: s.mode() for s in live}
+            last["m"] = ms
+            leaders = [s for s in live if ms[s.myid] == "leader"]
+            followers = [s for s in live if ms[s.myid] == "follower"]
+            if len(leaders) == 1 and len(leaders) + len(followers) == want:
+                return leaders[0]
+            return None
+        try:
+            return poll(probe, timeout, interval=0.1,
+                        what=what or "ZooKeeper quorum (one leader, the rest followers)")
+        except AssertionError as e:
+            raise AssertionError("%s; modes %s; %s" % (e, last.get("m"), self.servers)) \
+                from None
+
+    def leader(self):
+        """The server that says it leads now, or None."""
+        for s in self.servers:
+            if s.mode() == "leader":
+                return s
+        return None
+
+    def server_of_session(self, session_id):
+        """The server a client session is connected to (from `cons`), or None."""
+        for s in self.servers:
+            if session_id in s.session_ids():
+                return s
+        return None
+
+    def ensure_healthy(self, timeout=120):
+        """Resume paused servers, start stopped ones, wait for a full quorum."""
+        for s in self.servers:
+            if s.paused:
+                s.resume()
+            if not s.running():
+                s.start()
+        return self.wait_quorum(timeout, expect=len(self.servers),
+                                what="full ensemble quorum")
+
+    def stop(self):
+        for s in self.servers:
+            try:
+                if s.paused:
+                    s.resume()
+                s.kill()
+            except Exception:  # noqa: BLE001 - teardown must reach every server
+                pass
+
+    def cleanup(self):
+        self.stop()
+        if os.environ.get("ZKELECT_TEST_KEEP") is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self):
+        return "<Ensemble %s>" % self.servers
+
+
+@pytest.fixture(scope="module")
+def ensemble():
+    ens = Ensemble(3)
+    try:
+        ens.start()
+    except Exception:
+        ens.cleanup()
+        raise
+    try:
+        yield ens
+    finally:
+        ens.cleanup()
