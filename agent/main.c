@@ -75,7 +75,22 @@ agent_notify(struct agent *agent, const struct election_action *a)
 {
 	struct election *e = &agent->election;
 
-	agent->stats.transitions++;
+	struct agent_stats *st = &agent->stats;
+	int i;
+
+	st->transitions++;
+	st->role_since = clock_now_ms();
+	for (i = 0; i < AGENT_REASONS_MAX; i++) {
+		struct agent_transition_count *t = &st->by_reason[i];
+		if (t->reason == NULL) {
+			t->to = a->to;
+			t->reason = a->reason;
+		}
+		if (t->to == (int)a->to && strcmp(t->reason, a->reason) == 0) {
+			t->count++;
+			break;
+		}
+	}
 	if (a->to == ELECTION_LEADER)
 		log_info("role %s -> %s (%s, epoch %" PRIu64 " = 0x%" PRIx64 ")",
 		    election_role_name(a->from), election_role_name(a->to),
@@ -294,6 +309,7 @@ main(int argc, char *argv[])
 	if (agent.base == NULL)
 		fatalx("libevent: cannot create the event base");
 	agent.started = clock_now_ms();
+	agent.stats.role_since = agent.started;
 
 	election_init(&agent.election, agent.conf->election_id,
 	    agent.conf->election_candidate);

@@ -7,8 +7,11 @@
 
 #include <event2/buffer.h>
 
+#include <string.h>
+
 #include "agent.h"
 #include "api.h"
+#include "notify.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 	"status", "leader", "health", "resign", "metrics", "other",
@@ -21,7 +24,9 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	struct agent *agent = api_agent(api);
 	const struct election *e = &agent->election;
 	enum election_role role = election_role_at(e, now), r;
-	int ep, ci;
+	enum election_session s;
+	const struct notify_stats *ns;
+	int ep, ci, i;
 
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_is_leader 1 while this agent leads and its lease has time left.\n"
@@ -47,6 +52,16 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "# TYPE zkelect_session_connected gauge\nzkelect_session_connected %d\n",
 	    e->session == SESSION_CONNECTED);
 	evbuffer_add_printf(out,
+	    "# HELP zkelect_session_state The ZooKeeper session state (1 for the current one).\n"
+	    "# TYPE zkelect_session_state gauge\n");
+	for (s = SESSION_CONNECTING; s <= SESSION_CLOSED; s++)
+		evbuffer_add_printf(out, "zkelect_session_state{state=\"%s\"} %d\n",
+		    election_session_name(s), s == e->session);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_role_seconds Time since the role last changed.\n"
+	    "# TYPE zkelect_role_seconds gauge\nzkelect_role_seconds %.3f\n",
+	    (double)(now - agent->stats.role_since) / 1000.0);
+	evbuffer_add_printf(out,
 	    "# HELP zkelect_session_timeout_seconds The negotiated session timeout.\n"
 	    "# TYPE zkelect_session_timeout_seconds gauge\n"
 	    "zkelect_session_timeout_seconds %.3f\n", (double)e->timeout_ms / 1000.0);
@@ -58,9 +73,48 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "# TYPE zkelect_transitions_total counter\nzkelect_transitions_total %" PRIu64 "\n",
 	    agent->stats.transitions);
 	evbuffer_add_printf(out,
+	    "# HELP zkelect_transitions_by_reason_total Role changes by new role and reason.\n"
+	    "# TYPE zkelect_transitions_by_reason_total counter\n");
+	for (i = 0; i < AGENT_REASONS_MAX && agent->stats.by_reason[i].reason != NULL; i++) {
+		const struct agent_transition_count *t = &agent->stats.by_reason[i];
+		char reason[64];
+		size_t k;
+		snprintf(reason, sizeof(reason), "%s", t->reason);
+		for (k = 0; reason[k] != '\0'; k++)
+			if (reason[k] == ' ' || reason[k] == '-')
+				reason[k] = '_';
+		evbuffer_add_printf(out, "zkelect_transitions_by_reason_total"
+		    "{to=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+		    election_role_name((enum election_role)t->to), reason, t->count);
+	}
+	evbuffer_add_printf(out,
 	    "# HELP zkelect_renewals_total Lease renewals acknowledged.\n"
 	    "# TYPE zkelect_renewals_total counter\nzkelect_renewals_total %" PRIu64 "\n",
 	    e->renewals);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_renewal_seconds Round trip of acknowledged renewals (sync + read).\n"
+	    "# TYPE zkelect_renewal_seconds summary\n"
+	    "zkelect_renewal_seconds_sum %.3f\nzkelect_renewal_seconds_count %" PRIu64 "\n"
+	    "# HELP zkelect_renewal_max_seconds Slowest acknowledged renewal.\n"
+	    "# TYPE zkelect_renewal_max_seconds gauge\nzkelect_renewal_max_seconds %.3f\n",
+	    (double)agent->stats.renewal_ms_total / 1000.0, agent->stats.renewals,
+	    (double)agent->stats.renewal_ms_max / 1000.0);
+	ns = notify_get_stats(agent->notify);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_hook_runs_total Hooks that ran to an end (any exit).\n"
+	    "# TYPE zkelect_hook_runs_total counter\nzkelect_hook_runs_total %" PRIu64 "\n"
+	    "# HELP zkelect_hook_failures_total Hooks that failed, timed out or did not start.\n"
+	    "# TYPE zkelect_hook_failures_total counter\nzkelect_hook_failures_total %" PRIu64 "\n"
+	    "# HELP zkelect_hook_seconds_total Time spent running hooks.\n"
+	    "# TYPE zkelect_hook_seconds_total counter\nzkelect_hook_seconds_total %.3f\n"
+	    "# HELP zkelect_signals_sent_total Leader/follower signals delivered.\n"
+	    "# TYPE zkelect_signals_sent_total counter\nzkelect_signals_sent_total %" PRIu64 "\n"
+	    "# HELP zkelect_signal_failures_total Signals not delivered (pidfile missing or stale).\n"
+	    "# TYPE zkelect_signal_failures_total counter\nzkelect_signal_failures_total %" PRIu64 "\n"
+	    "# HELP zkelect_child_starts_total Starts of the supervised child.\n"
+	    "# TYPE zkelect_child_starts_total counter\nzkelect_child_starts_total %" PRIu64 "\n",
+	    ns->hook_runs, ns->hook_failures, (double)ns->hook_ms_total / 1000.0,
+	    ns->signals, ns->signal_failures, ns->child_starts);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_api_requests_total API requests answered, by endpoint and code.\n"
 	    "# TYPE zkelect_api_requests_total counter\n");

@@ -374,7 +374,17 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_PRED_WATCH:	ev.type = EV_PRED_CHANGED; break;
 	case ZK_OWNER:		ev.type = EV_OWNER; break;
 	case ZK_CLAIM:		ev.type = EV_CLAIMED; break;
-	case ZK_RENEW:		ev.type = EV_RENEWED; break;
+	case ZK_RENEW:
+		ev.type = EV_RENEWED;
+		if (m->rc == ZOK && m->gen == zk->agent->election.gen) {
+			struct agent_stats *st = &zk->agent->stats;
+			uint64_t rtt = ev.now - m->sent;
+			st->renewals++;
+			st->renewal_ms_total += rtt;
+			if (rtt > st->renewal_ms_max)
+				st->renewal_ms_max = rtt;
+		}
+		break;
 	case ZK_CLAIM_DATA:	ev.type = EV_CLAIM_DATA; break;
 	case ZK_CLAIM_WATCH:	ev.type = EV_CLAIM_CHANGED; break;
 	case ZK_LOWEST_DATA:	ev.type = EV_LOWEST_DATA; break;
