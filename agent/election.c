@@ -66,7 +66,8 @@ election_action_name(enum election_action_type t)
 	static const char *const names[] = {
 		"create_parent", "create", "list", "watch_children",
 		"watch_pred", "get_owner",
-		"claim", "renew", "watch_claim", "watch_lowest", "delete",
+		"claim", "renew", "watch_claim", "watch_lowest", "watch_self",
+		"delete",
 		"new_session", "notify", "exit",
 	};
 	return names[t];
@@ -445,6 +446,10 @@ election_evaluate(struct election *e, char **sorted, int n,
 	}
 	e->position = mine;
 	e->backoff_ms = 0;
+	if (e->self_watch_gen != e->gen) {
+		e->self_watch_gen = e->gen;
+		election_push(out, ACT_WATCH_SELF, e->node);
+	}
 	if (mine == 0) {
 		if (e->phase == PHASE_LEADING)
 			return;
@@ -686,21 +691,49 @@ election_on_lowest_data(struct election *e, const struct election_event *ev,
 		e->lowest_known = false;
 }
 
+/*
+ * Our own node is gone while we still count on it (deleted by hand, say):
+ * a leader must stop at once, since a successor may claim at any moment,
+ * and anyone must rejoin, or it would wait in a queue it is not in.
+ */
+static void
+election_self_deleted(struct election *e, struct election_actions *out)
+{
+	if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
+	    e->phase == PHASE_HOLDING || e->phase == PHASE_STOPPED ||
+	    e->node[0] == '\0')
+		return;
+	election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
+	election_next_gen(e);
+	election_forget_view(e);
+	election_push(out, ACT_WATCH_CLAIM, NULL);
+	election_new_uuid(e);
+	election_create(e, out);
+}
+
+static void
+election_on_self(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	if (ev->name == NULL || strcmp(ev->name, e->node) != 0)
+		return;
+	if (ev->type == EV_SELF_SET ? ev->rc == ZNONODE : ev->deleted)
+		election_self_deleted(e, out);
+	else if (ev->type == EV_SELF_CHANGED) {
+		/* Someone wrote our node: keep watching, nothing else. */
+		e->self_watch_gen = e->gen;
+		election_push(out, ACT_WATCH_SELF, e->node);
+	}
+}
+
 static void
 election_on_lowest_changed(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
 	if (ev->name == NULL || strcmp(ev->name, e->lowest) != 0)
 		return;
-	if (e->phase == PHASE_LEADING && strcmp(ev->name, e->node) == 0) {
-		/* Our own node is gone (deleted by hand, or the session is
-		 * ending): a successor may claim at any moment. */
-		election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
-		election_next_gen(e);
-		election_forget_view(e);
-		election_push(out, ACT_WATCH_CLAIM, NULL);
-		election_new_uuid(e);
-		election_create(e, out);
+	if (strcmp(ev->name, e->node) == 0 && ev->deleted) {
+		election_self_deleted(e, out);
 		return;
 	}
 	/* The claimant left: nobody is named until the next claim. */
@@ -881,6 +914,10 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	case EV_CLAIM_CHANGED:
 		if (e->session == SESSION_CONNECTED)
 			election_push(out, ACT_WATCH_CLAIM, NULL);
+		break;
+	case EV_SELF_SET:
+	case EV_SELF_CHANGED:
+		election_on_self(e, ev, out);
 		break;
 	case EV_CHILDREN_CHANGED:
 		if (e->phase == PHASE_LEADING)

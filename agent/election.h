@@ -65,6 +65,8 @@ enum election_event_type {
 	EV_LOWEST_CHANGED,	/* name: watch on the lowest node fired */
 	EV_DELETED,		/* rc: our node deleted (resign/stop) */
 	EV_CHILDREN_CHANGED,	/* the leader's watch on the children fired */
+	EV_SELF_SET,		/* rc: the awget on our own node */
+	EV_SELF_CHANGED,	/* name, deleted: the watch on our own node fired */
 	EV_TICK,		/* time passed; check lease, renewal, retries */
 	EV_RESIGN,		/* hold_ms */
 	EV_STOP,
@@ -102,6 +104,7 @@ enum election_action_type {
 	ACT_RENEW,		/* sync, then exists name */
 	ACT_WATCH_CLAIM,	/* awget the election node */
 	ACT_WATCH_LOWEST,	/* awget name */
+	ACT_WATCH_SELF,		/* awget name: our own node, to learn of its deletion */
 	ACT_DELETE,		/* delete name */
 	ACT_NEW_SESSION,	/* close the handle, open a fresh one */
 	ACT_NOTIFY,		/* role changed: log it, tell the app */
@@ -153,6 +156,7 @@ struct election {
 	char		 uuid[ELECTION_UUID_LEN + 1];	/* "" = none yet */
 	char		 node[ELECTION_NAME_MAX];	/* "" = not known */
 	char		 predecessor[ELECTION_NAME_MAX];
+	uint64_t	 self_watch_gen;	/* gen our own node's watch was set in */
 	int		 candidates;
 	int		 position;
 

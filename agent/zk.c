@@ -29,13 +29,14 @@ enum zk_kind {
 	ZK_SESSION, ZK_PARENT, ZK_CREATE, ZK_LIST, ZK_PRED_SET, ZK_PRED_WATCH,
 	ZK_OWNER, ZK_CLAIM, ZK_RENEW, ZK_CLAIM_DATA, ZK_CLAIM_WATCH,
 	ZK_LOWEST_DATA, ZK_LOWEST_WATCH, ZK_DELETE, ZK_NOTIFIED, ZK_CHILD_WATCH,
+	ZK_SELF_SET, ZK_SELF_WATCH,
 };
 
 static const char *const zk_kind_names[] = {
 	"session", "create election path", "create", "list", "watch predecessor",
 	"predecessor watch", "owner", "claim", "renew", "read claim",
 	"claim watch", "read lowest", "lowest watch", "delete", "notified",
-	"children watch",
+	"children watch", "watch own node", "own node watch",
 };
 
 /* One request in flight; freed by the loop once its completion is applied. */
@@ -133,7 +134,7 @@ zk_dup(const char *s, int len)
 }
 
 /* Watch contexts are integers, not allocations: a watch may never fire. */
-#define ZK_WATCH_CTX(gen, kind)	((void *)(uintptr_t)(((gen) << 4) | (kind)))
+#define ZK_WATCH_CTX(gen, kind)	((void *)(uintptr_t)(((gen) << 8) | (kind)))
 
 static void
 zk_session_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -167,7 +168,7 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 	/* Rule 5: session events are for the session watcher alone. */
 	if (type == ZOO_SESSION_EVENT || zk == NULL)
 		return;
-	m = zk_msg_new((enum zk_kind)(v & 0xf), (uint64_t)(v >> 4), ZOK);
+	m = zk_msg_new((enum zk_kind)(v & 0xff), (uint64_t)(v >> 8), ZOK);
 	m->type = type;
 	if (path != NULL) {
 		slash = strrchr(path, '/');
@@ -392,6 +393,8 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_DELETE:		ev.type = EV_DELETED; break;
 	case ZK_NOTIFIED:	ev.type = EV_NOTIFIED; break;
 	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
+	case ZK_SELF_SET:	ev.type = EV_SELF_SET; break;
+	case ZK_SELF_WATCH:	ev.type = EV_SELF_CHANGED; break;
 	}
 	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
@@ -613,6 +616,12 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		req = zk_req_new(zk, ZK_LOWEST_DATA, a->name);
 		rc = zoo_awget(zk->zh, path, zk_node_watcher,
 		    ZK_WATCH_CTX(e->gen, ZK_LOWEST_WATCH), zk_data_cb, req);
+		break;
+	case ACT_WATCH_SELF:
+		zk_node_path(zk, a->name, path, sizeof(path));
+		req = zk_req_new(zk, ZK_SELF_SET, a->name);
+		rc = zoo_awget(zk->zh, path, zk_node_watcher,
+		    ZK_WATCH_CTX(e->gen, ZK_SELF_WATCH), zk_data_cb, req);
 		break;
 	case ACT_DELETE:
 		zk_node_path(zk, a->name, path, sizeof(path));
