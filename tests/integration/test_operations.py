@@ -269,3 +269,48 @@ def test_valgrind_start_lead_handover_stop(agents, monkeypatch):
     b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b1 takes over")
     report = open(vglog).read()
     assert "definitely lost" not in report and "Invalid" not in report, report
+
+
+def test_json_logs(agents):
+    import json
+    a = agents.new("a1", extra_yaml="")
+    with open(a.config) as f:
+        text = f.read().replace("level: debug", "level: info\n  format: json")
+    a.stop()
+    with open(a.config, "w") as f:
+        f.write(text)
+    start = len(open(a.log_path, "rb").read())
+    a.start()
+    a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
+    assert a.stop() == 0
+    lines = [l for l in open(a.log_path, "rb").read()[start:].decode().splitlines()
+             if l and not l.startswith("====")]
+    docs = [json.loads(l) for l in lines]          # every line is one JSON object
+    assert all(set(d) == {"ts", "level", "msg"} for d in docs), docs
+    roles = [d["msg"] for d in docs if d["msg"].startswith("role ")]
+    # One line per role change, with the reason (and the epoch when leading).
+    assert roles[0].startswith("role unknown -> leader (claimed, epoch ")
+    assert roles[-1] == "role leader -> unknown (stopping)"
+
+
+def test_connection_cap_and_idle_clients(agents):
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
+    socks = []
+    try:
+        for _ in range(300):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(a.socket)
+            socks.append(s)
+        # Over the cap: the agent answers 503 and closes.
+        s = socks[-1]
+        s.settimeout(5 * SLOW)
+        data = s.recv(4096)
+        assert data.startswith(b"HTTP/1.1 503 ") and b"too many connections" in data, data
+        # The cap does not stop the agent: once clients go, it serves again.
+    finally:
+        for s in socks:
+            s.close()
+    s = a.wait_for(lambda s: s["is_leader"], 10 * SLOW, what="still serving")
+    t = a.get("/metrics").body
+    assert re.search(r"^zkelect_api_connections_rejected_total [1-9]", t, re.M), t
