@@ -49,6 +49,7 @@ struct api_conn {
 	uint64_t		 wait_index;
 	enum api_endpoint	 wait_endpoint;
 	struct api_conn		*next_waiter;
+	struct api_conn		*prev, *next;	/* all open connections */
 };
 
 struct api {
@@ -57,6 +58,7 @@ struct api {
 	struct evconnlistener	*tcp_listener;
 	char			*socket_path;
 	int			 nconns;
+	struct api_conn		*conns;
 	struct api_conn		*waiters;
 	uint64_t		 requests[API_ENDPOINT_MAX][API_CODE_MAX];
 };
@@ -158,6 +160,12 @@ api_conn_free(struct api_conn *c)
 	if (c->wait_timer != NULL)
 		event_free(c->wait_timer);
 	bufferevent_free(c->bev);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		api->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
 	api->nconns--;
 	free(c);
 }
@@ -520,6 +528,10 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	api->nconns++;
+	c->next = api->conns;
+	if (api->conns != NULL)
+		api->conns->prev = c;
+	api->conns = c;
 	bufferevent_setcb(c->bev, api_read_cb, api_write_cb, api_event_cb, c);
 	bufferevent_set_timeouts(c->bev, &idle, &idle);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
@@ -653,6 +665,8 @@ api_close(struct api *api)
 {
 	if (api == NULL)
 		return;
+	while (api->conns != NULL)
+		api_conn_free(api->conns);
 	if (api->unix_listener != NULL) {
 		evconnlistener_free(api->unix_listener);
 		unlink(api->socket_path);

@@ -265,7 +265,16 @@ def test_valgrind_start_lead_handover_stop(agents, monkeypatch):
         a.get("/v1/status")
         a.get("/metrics")
         a.get("/nope")
+    # Clients still connected at exit (a long poll, an idle one) are freed too.
+    held = []
+    for req in (b"GET /v1/status?wait=60s&index=999999 HTTP/1.1\r\n\r\n", b"GET /v1/st"):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(a.socket)
+        s.sendall(req)
+        held.append(s)
     assert a.stop(timeout=60) == 0, open(vglog).read()
+    for s in held:
+        s.close()
     b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b1 takes over")
     report = open(vglog).read()
     assert "definitely lost" not in report and "Invalid" not in report, report
