@@ -201,6 +201,8 @@ def main(argv=None):
                         break
                 else:
                     time.sleep(pause_ms / 1000.0)
+                    if stopping:
+                        break
             ok, what = fenced_write(db, args.writer, epoch, seq)
             if ok:
                 written += 1

@@ -10,5 +10,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libevent-dev libyaml-dev libzookeeper-mt-dev check libsystemd-dev \
 	zookeeper default-jre-headless \
 	python3 python3-pytest python3-kazoo \
-	curl valgrind procps clang libclang-rt-14-dev >/dev/null
+	libcurator-recipes-java \
+	default-jdk-headless \
+	curl valgrind procps clang libclang-rt-14-dev \
+	etcd-server etcd-client wrk nginx-light >/dev/null
 echo "install-deps: done"

@@ -336,7 +336,8 @@ def test_curator_leads_agents_follow_then_hand_back(agents, observer, election, 
     a1 = agents.new("a1")
     a1.wait_for(lambda s: s["position"] == 1, 20, what="a1 queued behind cur1")
     a2 = agents.new("a2")
-    assert queue(observer, election) == ["cur1", "a1", "a2"]
+    poll(lambda: queue(observer, election) == ["cur1", "a1", "a2"], 20,
+         what="queue cur1, a1, a2")
     assert_nodes_well_formed(observer, election)
 
     # Curator leads; the agents follow and name no agent leader (none claimed).
@@ -426,7 +427,8 @@ def test_mixed_queue_hands_down_without_overlap(agents, observer, election, reco
     c2.node()
     a3 = agents.new("a3")
     a3.wait_for(lambda s: s["position"] == 4, 20, what="a3 queued fifth")
-    assert queue(observer, election) == ["a1", "cur1", "a2", "cur2", "a3"]
+    poll(lambda: queue(observer, election) == ["a1", "cur1", "a2", "cur2", "a3"], 20,
+         what="queue a1, cur1, a2, cur2, a3")
     assert_nodes_well_formed(observer, election)
     for a in (a2, a3):
         wait_follower(a, 20, leader="a1")
@@ -518,7 +520,8 @@ def test_resign_to_curator_and_back(agents, observer, election, recorder, curato
     c1.node()
     a2 = agents.new("a2")
     wait_follower(a2, 20, leader="a1")
-    assert queue(observer, election) == ["a1", "cur1", "a2"]
+    poll(lambda: queue(observer, election) == ["a1", "cur1", "a2"], 20,
+         what="queue a1, cur1, a2")
 
     # a1 resigns and rejoins at the back at once: cur1 leads. The election
     # node still holds a1's claim and a1 has a node again, but it is not the

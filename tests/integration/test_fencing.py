@@ -123,7 +123,6 @@ def ledger(db_path):
 def test_fenced_writer_unit(tmp_path):
     """The conditional write on its own: equal and higher epochs land,
     a lower one is refused and leaves nothing behind."""
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
     import importlib.util
     spec = importlib.util.spec_from_file_location("fenced_writer", FENCED_WRITER)
     fw = importlib.util.module_from_spec(spec)
