@@ -5,7 +5,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
+$SUDO apt-get install -y -qq \
 	build-essential meson ninja-build pkg-config git \
 	libevent-dev libyaml-dev libzookeeper-mt-dev check libsystemd-dev \
 	zookeeper default-jre-headless \
