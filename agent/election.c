@@ -132,6 +132,18 @@ election_set_role(struct election *e, enum election_role role,
 	e->role = role;
 }
 
+/*
+ * (Re)arms the data watch on the election node. getData sets no watch on a
+ * node that does not exist, so until a read succeeds the watch is owed and
+ * is asked for again as soon as the node is known to exist.
+ */
+static void
+election_watch_claim(struct election *e, struct election_actions *out)
+{
+	e->claim_watch_armed = true;
+	election_push(out, ACT_WATCH_CLAIM, NULL);
+}
+
 static void
 election_new_uuid(struct election *e)
 {
@@ -235,7 +247,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 			election_push(out, ACT_EXIT, NULL);
 			return;
 		}
-		election_push(out, ACT_WATCH_CLAIM, NULL);
+		election_watch_claim(e, out);
 		if (e->phase == PHASE_HOLDING || e->phase == PHASE_RELEASING)
 			return;
 		if (e->phase == PHASE_DELETING)
@@ -366,7 +378,7 @@ election_on_parent(struct election *e, const struct election_event *ev,
 	if (e->phase != PHASE_PARENT)
 		return;
 	if (ev->rc == ZOK || ev->rc == ZNODEEXISTS) {
-		election_push(out, ACT_WATCH_CLAIM, NULL);
+		election_watch_claim(e, out);
 		if (e->candidate)
 			election_create(e, out);
 		else {
@@ -510,6 +522,9 @@ election_on_children(struct election *e, const struct election_event *ev,
 			sorted[n++] = ev->names[i];
 	qsort(sorted, (size_t)n, sizeof(*sorted), election_seq_cmp);
 	e->candidates = n;
+	/* The election node exists now: owe no watch on it. */
+	if (!e->claim_watch_armed)
+		election_watch_claim(e, out);
 	election_update_lowest(e, n > 0 ? sorted[0] : NULL, out);
 
 	election_evaluate(e, sorted, n, out);
@@ -632,7 +647,7 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 		election_lose(e, ELECTION_UNKNOWN, "own node vanished", out);
 		election_next_gen(e);
 		election_forget_view(e);
-		election_push(out, ACT_WATCH_CLAIM, NULL);
+		election_watch_claim(e, out);
 		election_new_uuid(e);
 		election_create(e, out);
 	}
@@ -647,6 +662,9 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 
 	if (ev->rc != ZOK) {
 		e->claim_known = false;
+		if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZSESSIONEXPIRED &&
+		    ev->rc != ZCLOSING)
+			e->claim_watch_armed = false;	/* none was set */
 		return;
 	}
 	if (ev->datalen <= 0 || ev->datalen >= (int)sizeof(id) ||
@@ -706,7 +724,7 @@ election_self_deleted(struct election *e, struct election_actions *out)
 	election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
 	election_next_gen(e);
 	election_forget_view(e);
-	election_push(out, ACT_WATCH_CLAIM, NULL);
+	election_watch_claim(e, out);
 	election_new_uuid(e);
 	election_create(e, out);
 }
@@ -913,7 +931,7 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		break;
 	case EV_CLAIM_CHANGED:
 		if (e->session == SESSION_CONNECTED)
-			election_push(out, ACT_WATCH_CLAIM, NULL);
+			election_watch_claim(e, out);
 		break;
 	case EV_SELF_SET:
 	case EV_SELF_CHANGED:

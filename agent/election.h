@@ -169,6 +169,7 @@ struct election {
 	uint64_t	 renewals;
 
 	/* the claim others made, as followers see it */
+	bool		 claim_watch_armed;	/* a read of the election node asked */
 	bool		 claim_known;
 	char		 claim_id[ELECTION_ID_MAX];
 	uint64_t	 claim_epoch;

@@ -10,6 +10,9 @@ upstream ZooKeeper. Its mode can be switched at any time from the test:
   reset         every current connection is closed with RST (both sides);
                 new connections are accepted and reset at once
   delay N ms    each chunk is forwarded N ms after it arrived (order kept)
+  gate(n)       (with pass) forward the first n client frames of each
+                connection, hold later client bytes until open_gate(): splits
+                requests the client pipelined (e.g. a read and a create)
   drop_replies  client->server bytes are forwarded, server->client bytes are
                 discarded (a create reaches ZooKeeper, its reply never comes).
                 With keep_handshake=True (the default) the first frame the
@@ -67,6 +70,8 @@ class _Conn:
         self.s2c_seen = 0               # bytes received from the server so far
         self.s2c_head = bytearray()     # first 4 bytes from the server (frame length)
         self.closed = False
+        self.c2s_held = bytearray()      # client bytes held back by the gate
+        self.c2s_frames = 0              # client frames forwarded while gated
         self.out[client] = bytearray()
         if server is not None:
             self.out[server] = bytearray()
@@ -88,6 +93,7 @@ class ZKProxy:
         self.mode = PASS
         self.delay_ms = 0
         self.keep_handshake = True
+        self.gate_after = None
         self.max_lifetime = max_lifetime
         self.stats = collections.Counter()
         self._conns = []
@@ -149,6 +155,24 @@ class ZKProxy:
 
     def drop_replies(self, keep_handshake=True):
         self.set_mode(DROP_REPLIES, keep_handshake=keep_handshake)
+
+    def gate(self, frames):
+        """Frame-aware hold (in pass mode): on each connection forward the
+        first `frames` client->server frames (4-byte length + payload; the
+        ConnectRequest is frame 1), hold every later client byte until
+        open_gate(). Server->client bytes flow as usual."""
+        def apply():
+            self.gate_after = int(frames)
+        self._call(apply)
+
+    def open_gate(self):
+        def apply():
+            self.gate_after = None
+            for c in list(self._conns):
+                if c.c2s_held and c.server is not None and not c.closed:
+                    data, c.c2s_held = bytes(c.c2s_held), bytearray()
+                    self._send(c, c.server, data)
+        self._call(apply)
 
     def heal(self):
         """Reset everything, then forward again: the end of a partition."""
@@ -324,12 +348,32 @@ class ZKProxy:
             if not data:
                 return
         dst = c.peer(sock)
+        if not from_server and (self.gate_after is not None or c.c2s_held):
+            data = self._gated(c, data)
+            if not data:
+                return
         if (mode == DELAY and self.delay_ms > 0) or c.delayed:
             # Chunks still queued from a delay go first: order is kept.
             d = self.delay_ms / 1000.0 if mode == DELAY else 0.0
             c.delayed.append((time.monotonic() + d, dst, data))
             return
         self._send(c, dst, data)
+
+    def _gated(self, c, data):
+        """Returns the part of client data that may pass the gate now."""
+        c.c2s_held += data
+        if self.gate_after is None:
+            data, c.c2s_held = bytes(c.c2s_held), bytearray()
+            return data
+        out = bytearray()
+        while c.c2s_frames < self.gate_after and len(c.c2s_held) >= 4:
+            n = 4 + struct.unpack(">i", bytes(c.c2s_held[:4]))[0]
+            if len(c.c2s_held) < n:
+                break
+            out += c.c2s_held[:n]
+            del c.c2s_held[:n]
+            c.c2s_frames += 1
+        return bytes(out)
 
     def _send(self, c, dst, data):
         buf = c.out[dst]

@@ -1821,6 +1821,29 @@ START_TEST(test_leader_watches_children)
 }
 END_TEST
 
+
+/* The election node did not exist when the claim watch was asked for (no
+ * watch is set then): it is asked for again once the node is seen. */
+START_TEST(test_claim_watch_rearmed_after_nonode)
+{
+	struct election e;
+	const struct step s[] = {
+		{ CONNECTED(T0), "watch_claim create" },
+		{ { .type = EV_CLAIM_DATA, .rc = ZNONODE, .now = T0 + 1 }, "" },
+		{ CREATED(ME(1, 05), SID, T0 + 5), "list" },
+		{ CHILDREN(T0 + 8), "watch_claim watch_lowest:" F03
+		  " notify:unknown>follower watch_pred:" E04,
+		  KIDS(ME(1, 05), E04, F03) },
+		{ CLAIM_DATA("f", E1, T0 + 9), "list" },
+		{ CHILDREN(T0 + 10), "watch_lowest:" F03 " watch_pred:" E04,
+		  KIDS(ME(1, 05), E04, F03) },
+	};
+
+	new_election(&e, true);
+	RUN(&e, s);
+}
+END_TEST
+
 static Suite *
 election_suite(void)
 {
@@ -1895,6 +1918,7 @@ election_suite(void)
 	tcase_add_test(tc, test_self_deleted_leader_stops_at_once);
 	tcase_add_test(tc, test_self_watch_ignored_cases);
 	tcase_add_test(tc, test_leader_watches_children);
+	tcase_add_test(tc, test_claim_watch_rearmed_after_nonode);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("regressions");

@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers of the zkelect benchmarks (tests/bench/*.py).
+
+They reuse the integration harness (tests/integration/zkharness.py) by import:
+ZooKeeperServer, Agent, AgentSet, poll. Benchmarks are not tests: they print
+figures and ratios against a reference measured in the same run and fail
+only on breakage (an exception, a process that dies, a deadline passed).
+"""
+
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+BUILD = os.environ.get("ZKELECT_BUILD", os.path.join(ROOT, "build"))
+SRC_ZKELECTD = os.environ.get("ZKELECTD", os.path.join(BUILD, "agent", "zkelectd"))
+SRC_ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(BUILD, "ctl", "zkelectctl"))
+
+# Snapshot the binaries once per run, so that a concurrent rebuild of build/
+# cannot swap the agent between two runs of one benchmark. zkharness reads
+# ZKELECTD at import time, so set it before importing.
+_SNAP = tempfile.mkdtemp(prefix="zkbench-bin-", dir="/tmp")
+for _src in (SRC_ZKELECTD, SRC_ZKELECTCTL):
+    if not os.access(_src, os.X_OK):
+        sys.exit("benchmark: %s not found or not executable (build first: meson "
+                 "setup build && ninja -C build)" % _src)
+    shutil.copy2(_src, _SNAP)
+ZKELECTD = os.path.join(_SNAP, "zkelectd")
+ZKELECTCTL = os.path.join(_SNAP, "zkelectctl")
+os.environ["ZKELECTD"] = ZKELECTD
+
+import zkharness  # noqa: E402
+from zkharness import Agent, AgentSet, ZooKeeperServer, poll, four_letter  # noqa: E402,F401
+
+import atexit  # noqa: E402
+atexit.register(shutil.rmtree, _SNAP, True)
+
+
+# --------------------------------------------------------------------------
+# Agents configured for measuring (not for debugging)
+
+class BenchAgent(Agent):
+    """An Agent whose config logs at `log_level` (the harness writes `debug`,
+    which would make every API request cost a log line) and may add a
+    loopback TCP listener."""
+
+    def __init__(self, workdir, zk_hostport, path, agent_id, log_level="info",
+                 listen=None, **kw):
+        self.log_level = log_level
+        self.listen = listen
+        super().__init__(workdir, zk_hostport, path, agent_id, **kw)
+
+    def write_config(self):
+        with open(self.config, "w") as f:
+            f.write("zookeeper:\n")
+            f.write("  servers: \"%s\"\n" % self.zk_hostport)
+            f.write("  session_timeout: %s\n" % self.session_timeout)
+            f.write("election:\n")
+            f.write("  path: %s\n" % self.path)
+            f.write("  id: %s\n" % self.id)
+            if not self.candidate:
+                f.write("  candidate: false\n")
+            f.write("api:\n")
+            f.write("  socket: %s\n" % self.socket)
+            if self.listen:
+                f.write("  listen: %s\n" % self.listen)
+            f.write("log:\n")
+            f.write("  level: %s\n" % self.log_level)
+            f.write(self.extra_yaml)
+
+
+class BenchAgentSet(AgentSet):
+    def new(self, agent_id, start=True, zk_hostport=None, **kw):
+        a = BenchAgent(self.dir, zk_hostport or self.zk_hostport, self.path, agent_id, **kw)
+        self.agents.append(a)
+        if start:
+            a.start()
+        return a
+
+
+# --------------------------------------------------------------------------
+# A tight probe of /v1/leader on a Unix socket
+
+_LEADER_REQ = b"GET /v1/leader HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+
+
+def leader_code_fast(sock_path, timeout=0.2):
+    """HTTP status of GET /v1/leader on a fresh connection, or None when the
+    agent refused, reset or did not answer. Minimal: reads the status line."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(_LEADER_REQ)
+        buf = b""
+        while b"\r\n" not in buf:
+            b = s.recv(256)
+            if not b:
+                return None
+            buf += b
+        parts = buf.split(b" ", 2)
+        return int(parts[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        s.close()
+
+
+def wait_leader_200(sock_path, t0, timeout, interval=0.001, proc=None):
+    """Poll sock_path every `interval` s until /v1/leader answers 200.
+    Returns seconds from t0 (time.monotonic()) to the end of the first 200
+    answer. Raises AssertionError after `timeout` s."""
+    deadline = t0 + timeout
+    while True:
+        code = leader_code_fast(sock_path)
+        t = time.monotonic()
+        if code == 200:
+            return t - t0
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("successor agent exited (%s) while waiting" % proc.returncode)
+        if t >= deadline:
+            raise AssertionError("no 200 from %s within %.1fs" % (sock_path, timeout))
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------
+# Statistics and printing
+
+def pct(values, p):
+    """p-th percentile (0..100) by linear interpolation; None when empty."""
+    v = sorted(values)
+    if not v:
+        return None
+    if len(v) == 1:
+        return v[0]
+    k = (len(v) - 1) * p / 100.0
+    f = int(k)
+    c = min(f + 1, len(v) - 1)
+    return v[f] + (v[c] - v[f]) * (k - f)
+
+
+def summary_ms(values):
+    """(median, p95, min, max) in ms of a list of seconds."""
+    ms = [x * 1000.0 for x in values]
+    return (statistics.median(ms), pct(ms, 95), min(ms), max(ms))
+
+
+def fmt_ms(x):
+    return "%.1f ms" % x if x is not None else "n/a"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return float("nan")
+    return a / b
+
+
+def machine_note():
+    """One line on the machine: cores and load (other runs may share it)."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (float("nan"),) * 3
+    return "machine: %d cores, load average %.2f %.2f %.2f at start%s" % (
+        os.cpu_count() or 0, load[0], load[1], load[2],
+        " (shared: other processes were busy)" if load[0] > 0.5 else "")
+
+
+def header(title):
+    print("=" * 72)
+    print(title)
+    print(machine_note())
+    print("agent: %s (snapshot of %s)" % (ZKELECTD, SRC_ZKELECTD))
+    print("=" * 72)
+    sys.stdout.flush()
+
+
+def kill_quietly(proc, sig=signal.SIGKILL, wait=10):
+    if proc is not None and proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+            proc.wait(wait)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def raise_nofile(want):
+    """Raise RLIMIT_NOFILE (soft) toward `want`, up to the hard limit."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    new = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if new > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def mntr(zk):
+    """ZooKeeper `mntr` as a dict of str -> number (or str)."""
+    out = four_letter(zk.host, zk.port, "mntr", timeout=5.0) or ""
+    d = {}
+    for line in out.splitlines():
+        if "\t" not in line:
+            continue
+        k, v = line.split("\t", 1)
+        try:
+            d[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            d[k] = v
+    return d
+
+
+def zk_zxid(zk):
+    """The server's last zxid, from `srvr` (every write transaction adds 1)."""
+    out = four_letter(zk.host, zk.port, "srvr", timeout=5.0) or ""
+    for line in out.splitlines():
+        if line.startswith("Zxid:"):
+            return int(line.split(":", 1)[1].strip(), 16)
+    raise AssertionError("srvr gave no Zxid: %r" % out)

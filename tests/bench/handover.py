@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Benchmark: graceful handover latency (DESIGN §5, first target).
+
+zkelect: two agents; SIGTERM the leader's agent and poll the successor's
+/v1/leader on its Unix socket every 1 ms until it answers 200. The stopped
+agent is restarted after each run so there are always two candidates.
+Then the same with `POST /v1/resign?hold=0s` on the leader's socket instead
+of SIGTERM (the resigned agent rejoins at the back at once).
+
+Reference, same run: Debian's etcd (single node, loopback, temp dir) and two
+`etcdctl elect NAME PROPOSAL`; SIGTERM the leader's etcdctl, time until the
+other prints its proposal line (it then leads). The stopped etcdctl is
+restarted each run.
+
+    tests/bench/handover.py [--runs 20] [--session-timeout 2s] [--no-etcd]
+"""
+
+import argparse
+import base64
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+import benchlib as bl
+from benchlib import BenchAgentSet, ZooKeeperServer, poll
+
+
+# --------------------------------------------------------------------------
+# zkelect
+
+def zk_wait_pair(leader, follower):
+    """Both agents joined: the leader leads and counts 2, the other follows."""
+    leader.wait_for(lambda s: s.get("is_leader") and s.get("candidates") == 2, 30,
+                    what="lead with 2 candidates")
+    follower.wait_for(lambda s: s.get("role") == "follower", 30, what="follow")
+
+
+def run_zkelect(args):
+    zk = ZooKeeperServer(tick_ms=200, min_session_ms=400, max_session_ms=20000).start()
+    aset = BenchAgentSet(zk.hostport, "/zkelect/bench-handover")
+    out = {"sigterm": [], "resign": []}
+    try:
+        a = aset.new("ho-a", session_timeout=args.session_timeout)
+        b = aset.new("ho-b", session_timeout=args.session_timeout)
+        leader = aset.wait_one_leader(timeout=30)
+        other = b if leader is a else a
+        zk_wait_pair(leader, other)
+        st = leader.status()
+        print("zkelect: negotiated session timeout %d ms; ZooKeeper tickTime %d ms"
+              % (st["session"]["timeout_ms"], zk.tick_ms))
+
+        # warm-up handover (not counted): JIT of the ZooKeeper server, caches
+        for i in range(args.warmup + args.runs):
+            t0 = time.monotonic()
+            leader.signal(signal.SIGTERM)
+            dt = bl.wait_leader_200(other.socket, t0, 20, interval=0.001, proc=other.proc)
+            rc = leader.proc.wait(20)
+            if rc != 0:
+                raise AssertionError("%s exited %s on SIGTERM" % (leader.id, rc))
+            leader._close_log()
+            if i >= args.warmup:
+                out["sigterm"].append(dt)
+            leader.start()
+            leader, other = other, leader
+            zk_wait_pair(leader, other)
+
+        for i in range(args.warmup + args.runs):
+            t0 = time.monotonic()
+            r = leader.request("POST", "/v1/resign?hold=0s", timeout=5)
+            if r.status != 200:
+                raise AssertionError("resign answered %s %s" % (r.status, r.body))
+            dt = bl.wait_leader_200(other.socket, t0, 20, interval=0.001, proc=other.proc)
+            if i >= args.warmup:
+                out["resign"].append(dt)
+            leader, other = other, leader
+            zk_wait_pair(leader, other)
+    finally:
+        aset.cleanup()
+        zk.cleanup()
+    return out
+
+
+# --------------------------------------------------------------------------
+# etcd reference
+
+class Etcd:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="zkbench-etcd-", dir="/tmp")
+        self.client_port = bl.zkharness.free_port()
+        self.peer_port = bl.zkharness.free_port()
+        self.proc = None
+        self._log = None
+
+    @property
+    def endpoint(self):
+        return "127.0.0.1:%d" % self.client_port
+
+    def start(self):
+        cu = "http://127.0.0.1:%d" % self.client_port
+        pu = "http://127.0.0.1:%d" % self.peer_port
+        self._log = open(os.path.join(self.dir, "etcd.log"), "wb")
+        self.proc = subprocess.Popen(
+            ["etcd", "--name", "bench", "--data-dir", os.path.join(self.dir, "data"),
+             "--listen-client-urls", cu, "--advertise-client-urls", cu,
+             "--listen-peer-urls", pu, "--initial-advertise-peer-urls", pu,
+             "--initial-cluster", "bench=" + pu, "--initial-cluster-state", "new"],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+            start_new_session=True)
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise bl.zkharness.PollAbort("etcd exited %s; see %s"
+                                             % (self.proc.returncode, self.dir))
+            return self.count_prefix("zkbench-probe") is not None
+        poll(ready, 60, interval=0.1, what="etcd to answer on %s" % self.endpoint)
+        return self
+
+    def count_prefix(self, prefix):
+        """Keys under `prefix/` through the v3 JSON gateway, or None."""
+        key = (prefix + "/").encode()
+        end = key[:-1] + bytes([key[-1] + 1])
+        body = json.dumps({"key": base64.b64encode(key).decode(),
+                           "range_end": base64.b64encode(end).decode(),
+                           "count_only": True}).encode()
+        try:
+            req = urllib.request.Request("http://%s/v3/kv/range" % self.endpoint, data=body,
+                                         method="POST")
+            with urllib.request.urlopen(req, timeout=2) as r:
+                return int(json.loads(r.read()).get("count", 0))
+        except OSError:
+            return None
+
+    def cleanup(self):
+        bl.kill_quietly(self.proc)
+        if self._log:
+            self._log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Elector:
+    """One `etcdctl elect NAME PROPOSAL`; a thread timestamps its stdout lines."""
+
+    def __init__(self, etcd, name, proposal):
+        self.etcd = etcd
+        self.name = name
+        self.proposal = proposal
+        self.lines = queue.Queue()
+        self.proc = None
+
+    def start(self):
+        env = dict(os.environ, ETCDCTL_API="3")
+        self.proc = subprocess.Popen(
+            ["etcdctl", "--endpoints=" + self.etcd.endpoint, "elect", self.name, self.proposal],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, start_new_session=True, bufsize=0)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
+        return self
+
+    @staticmethod
+    def _read(proc, q):
+        f = proc.stdout
+        while True:
+            line = f.readline()
+            t = time.monotonic()
+            if not line:
+                q.put((t, None))
+                return
+            q.put((t, line.decode(errors="replace").rstrip("\n")))
+
+    def wait_leads(self, timeout):
+        """Block until this elector prints its proposal line; return that time."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("etcdctl elect %s did not lead within %.0fs"
+                                     % (self.proposal, timeout))
+            try:
+                t, line = self.lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError("etcdctl elect %s exited (%s) before leading"
+                                     % (self.proposal, self.proc.poll()))
+            if line == self.proposal:
+                return t
+
+
+def run_etcd(args):
+    etcd = Etcd().start()
+    name = "zkbench-elect"
+    out = []
+    ea = eb = None
+    try:
+        ea = Elector(etcd, name, "prop-a").start()
+        ea.wait_leads(30)
+        eb = Elector(etcd, name, "prop-b").start()
+        poll(lambda: etcd.count_prefix(name) == 2, 30, interval=0.01,
+             what="two etcd candidates")
+        leader, other = ea, eb
+        for i in range(args.warmup + args.runs):
+            t0 = time.monotonic()
+            leader.proc.send_signal(signal.SIGTERM)
+            t1 = other.wait_leads(20)
+            leader.proc.wait(20)
+            if i >= args.warmup:
+                out.append(t1 - t0)
+            leader.start()
+            poll(lambda: etcd.count_prefix(name) == 2, 30, interval=0.01,
+                 what="two etcd candidates")
+            leader, other = other, leader
+    finally:
+        for e in (ea, eb):
+            if e is not None:
+                bl.kill_quietly(e.proc)
+        etcd.cleanup()
+    return out
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=2, help="uncounted runs first")
+    ap.add_argument("--session-timeout", default="2s")
+    ap.add_argument("--no-etcd", action="store_true", help="skip the etcd reference")
+    args = ap.parse_args()
+    if not 1 <= args.runs <= 1000:
+        ap.error("--runs must be 1..1000")
+
+    bl.header("handover: graceful leader change, %d runs each (+%d warm-up)"
+              % (args.runs, args.warmup))
+    zres = run_zkelect(args)
+    eres = None
+    if not args.no_etcd:
+        if shutil.which("etcd") and shutil.which("etcdctl"):
+            eres = run_etcd(args)
+        else:
+            print("etcd/etcdctl not installed (apt-get install etcd-server etcd-client): "
+                  "no reference")
+
+    print()
+    print("%-44s %9s %9s %9s %9s" % ("", "median", "p95", "min", "max"))
+    rows = [("zkelect SIGTERM -> successor /v1/leader 200", zres["sigterm"]),
+            ("zkelect resign?hold=0s -> successor 200", zres["resign"])]
+    if eres:
+        rows.append(("etcdctl elect SIGTERM -> other prints", eres))
+    for label, v in rows:
+        m, p95, lo, hi = bl.summary_ms(v)
+        print("%-44s %6.1f ms %6.1f ms %6.1f ms %6.1f ms" % (label, m, p95, lo, hi))
+    print("(zkelect times include up to ~1 ms of polling granularity: the successor's "
+          "socket is probed every 1 ms)")
+    if eres:
+        em = bl.summary_ms(eres)[0]
+        zs = bl.summary_ms(zres["sigterm"])[0]
+        zr = bl.summary_ms(zres["resign"])[0]
+        print()
+        print("ratio zkelect/etcd (median), SIGTERM: %.2f   %s" %
+              (zs / em, "target met (<= 1)" if zs <= em else "target NOT met (> 1)"))
+        print("ratio zkelect/etcd (median), resign:  %.2f   %s" %
+              (zr / em, "target met (<= 1)" if zr <= em else "target NOT met (> 1)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
