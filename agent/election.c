@@ -24,6 +24,8 @@ static void	election_rejoin(struct election *, uint64_t, struct election_actions
 static void	election_create(struct election *, struct election_actions *);
 static void	election_lose(struct election *, enum election_role, const char *,
 		    struct election_actions *);
+static void	election_set_ahead(struct election *, char *const *, int);
+static void	election_next_lowest(struct election *, struct election_actions *);
 
 const char *
 election_role_name(enum election_role role)
@@ -154,6 +156,7 @@ election_new_uuid(struct election *e)
 static void
 election_forget_view(struct election *e)
 {
+	election_set_ahead(e, NULL, 0);
 	e->claim_known = false;
 	e->lowest[0] = '\0';
 	e->lowest_known = false;
@@ -389,13 +392,56 @@ election_on_parent(struct election *e, const struct election_event *ev,
 		election_retry(e, ev->now, out);
 }
 
+struct election_seq_name {
+	int64_t		 seq;
+	char		*name;
+};
+
 static int
 election_seq_cmp(const void *a, const void *b)
 {
-	int64_t x = election_node_seq(*(char *const *)a);
-	int64_t y = election_node_seq(*(char *const *)b);
+	int64_t x = ((const struct election_seq_name *)a)->seq;
+	int64_t y = ((const struct election_seq_name *)b)->seq;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Keeps a copy of the first n sorted names: who is ahead of us. */
+static void
+election_set_ahead(struct election *e, char *const *sorted, int n)
+{
+	int i;
+
+	for (i = 0; i < e->nahead; i++)
+		free(e->ahead[i]);
+	free(e->ahead);
+	e->ahead = NULL;
+	e->nahead = 0;
+	if (n <= 0)
+		return;
+	e->ahead = calloc((size_t)n, sizeof(*e->ahead));
+	if (e->ahead == NULL)
+		abort();
+	for (i = 0; i < n; i++)
+		if ((e->ahead[i] = strdup(sorted[i])) == NULL)
+			abort();
+	e->nahead = n;
+}
+
+/* A node ahead of us is gone: forget it. */
+static void
+election_drop_ahead(struct election *e, const char *name)
+{
+	int i;
+
+	for (i = 0; i < e->nahead; i++)
+		if (strcmp(e->ahead[i], name) == 0) {
+			free(e->ahead[i]);
+			memmove(&e->ahead[i], &e->ahead[i + 1],
+			    (size_t)(e->nahead - i - 1) * sizeof(*e->ahead));
+			e->nahead--;
+			return;
+		}
 }
 
 /* The leader as everyone reports it: only a claim by the lowest counts. */
@@ -413,6 +459,17 @@ election_update_lowest(struct election *e, const char *lowest,
 	snprintf(e->lowest, sizeof(e->lowest), "%s", lowest);
 	e->lowest_known = false;
 	election_push(out, ACT_WATCH_LOWEST, lowest);
+}
+
+/* The first node ahead of us becomes the one to read and watch; with
+ * none left, list again (we may be next, or the queue changed). */
+static void
+election_next_lowest(struct election *e, struct election_actions *out)
+{
+	if (e->nahead > 0)
+		election_update_lowest(e, e->ahead[0], out);
+	else if (e->phase == PHASE_OBSERVING)
+		election_push(out, ACT_LIST, NULL);
 }
 
 /* Where are we in the sorted queue, and what follows from it. */
@@ -483,8 +540,9 @@ static void
 election_on_children(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
+	struct election_seq_name *byseq;
 	char **sorted;
-	int i, n = 0;
+	int i, n = 0, ahead;
 
 	if (e->phase != PHASE_LISTING && e->phase != PHASE_OBSERVING &&
 	    e->phase != PHASE_WATCHING && e->phase != PHASE_LEADING)
@@ -513,15 +571,30 @@ election_on_children(struct election *e, const struct election_event *ev,
 		return;
 	}
 
-	/* Validate what ZooKeeper gave us; contenders sort by suffix. */
+	ahead = -1;
+	/* Validate what ZooKeeper gave us; contenders sort by suffix,
+	 * parsed once each. */
+	byseq = calloc((size_t)ev->count + 1, sizeof(*byseq));
 	sorted = calloc((size_t)ev->count + 1, sizeof(*sorted));
-	if (sorted == NULL)
+	if (byseq == NULL || sorted == NULL)
 		abort();
 	for (i = 0; i < ev->count; i++)
-		if (election_node_seq(ev->names[i]) >= 0)
-			sorted[n++] = ev->names[i];
-	qsort(sorted, (size_t)n, sizeof(*sorted), election_seq_cmp);
+		if ((byseq[n].seq = election_node_seq(ev->names[i])) >= 0)
+			byseq[n++].name = ev->names[i];
+	qsort(byseq, (size_t)n, sizeof(*byseq), election_seq_cmp);
+	for (i = 0; i < n; i++) {
+		sorted[i] = byseq[i].name;
+		if (ahead < 0 && e->node[0] != '\0' &&
+		    strcmp(sorted[i], e->node) == 0)
+			ahead = i;
+	}
+	if (ahead < 0)
+		ahead = n;	/* not queued: everyone is ahead */
+	free(byseq);
 	e->candidates = n;
+	/* Who is ahead of us: where to look for the next leader without
+	 * listing again when this one leaves. */
+	election_set_ahead(e, sorted, ahead);
 	/* The election node exists now: owe no watch on it. */
 	if (!e->claim_watch_armed)
 		election_watch_claim(e, out);
@@ -679,9 +752,11 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	e->claim_known = true;
 	snprintf(e->claim_id, sizeof(e->claim_id), "%s", id);
 	e->claim_epoch = (uint64_t)ev->zxid;
-	/* A new claim: learn who is lowest now (one list, one read). */
-	if (e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING)
-		election_push(out, ACT_LIST, NULL);
+	/* A new claim: the lowest node is being read already (see
+	 * election_on_lowest_changed), or we look for it now. */
+	if ((e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING) &&
+	    e->lowest[0] == '\0')
+		election_next_lowest(e, out);
 	else if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
 		/* Someone else claimed while we lead: look again. */
 		election_push(out, ACT_LIST, NULL);
@@ -702,9 +777,10 @@ election_on_lowest_data(struct election *e, const struct election_event *ev,
 		e->lowest_czxid = ev->zxid;
 		e->lowest_known = true;
 	} else if (ev->rc == ZNONODE) {
+		/* Gone already: the next one ahead is the lowest now. */
+		election_drop_ahead(e, ev->name);
 		election_update_lowest(e, NULL, out);
-		if (e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING)
-			election_push(out, ACT_LIST, NULL);
+		election_next_lowest(e, out);
 	} else
 		e->lowest_known = false;
 }
@@ -754,10 +830,22 @@ election_on_lowest_changed(struct election *e, const struct election_event *ev,
 		election_self_deleted(e, out);
 		return;
 	}
-	/* The claimant left: nobody is named until the next claim. */
+	if (!ev->deleted) {
+		/* Written (a contender never is): read it again. */
+		e->lowest_known = false;
+		election_push(out, ACT_WATCH_LOWEST, e->lowest);
+		return;
+	}
+	/*
+	 * The claimant left: nobody is named until the next claim. Its
+	 * successor is the next node ahead of us that still exists; read
+	 * (and watch) it now, so the claim can be checked when it comes.
+	 * One read each, however long the queue: no listing.
+	 */
+	election_drop_ahead(e, ev->name);
 	election_update_lowest(e, NULL, out);
-	if (!ev->deleted && e->phase != PHASE_LEADING)
-		election_push(out, ACT_LIST, NULL);
+	if (e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING)
+		election_next_lowest(e, out);
 }
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */
@@ -1006,6 +1094,12 @@ election_step(struct election *e, const struct election_event *ev,
 		e->index++;
 		e->last = r;
 	}
+}
+
+void
+election_free(struct election *e)
+{
+	election_set_ahead(e, NULL, 0);
 }
 
 enum election_role

@@ -173,6 +173,8 @@ struct election {
 	bool		 claim_known;
 	char		 claim_id[ELECTION_ID_MAX];
 	uint64_t	 claim_epoch;
+	char		**ahead;	/* contenders ahead of us, as last listed */
+	int		 nahead;
 	char		 lowest[ELECTION_NAME_MAX];
 	bool		 lowest_known;
 	char		 lowest_id[ELECTION_ID_MAX];
@@ -191,6 +193,8 @@ struct election {
 };
 
 void election_init(struct election *e, const char *id, bool candidate);
+/* Frees what the election holds (the list of contenders ahead). */
+void election_free(struct election *e);
 
 /* Applies one event; appends actions to out (which the caller zeroes). */
 void election_step(struct election *e, const struct election_event *ev,

@@ -366,6 +366,7 @@ out:
 		event_free(agent.ev_watchdog);
 	event_free(agent.ev_stop_timeout);
 	event_base_free(agent.base);
+	election_free(&agent.election);
 	config_free(agent.conf);
 	libevent_global_shutdown();
 	return agent.exit_code;

@@ -1205,7 +1205,7 @@ START_TEST(test_observer)
 		{ CHILDREN(T0 + 1), "watch_lowest:" F03 " notify:unknown>observer",
 		  R(ELECTION_OBSERVER), PH(PHASE_OBSERVING), KIDS(E04, F03) },
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 2), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 3), "list", R(ELECTION_OBSERVER) },
+		{ CLAIM_DATA("f1", E2, T0 + 3), "", R(ELECTION_OBSERVER) },
 		{ CHILDREN(T0 + 4), "", R(ELECTION_OBSERVER), KIDS(E04, F03) },
 		{ RESIGN(1000, T0 + 5), "", R(ELECTION_OBSERVER) },
 		{ TICK(T0 + 5000), "", R(ELECTION_OBSERVER) },
@@ -1230,7 +1230,7 @@ START_TEST(test_observer_reports_leader)
 		{ CHILDREN(T0 + 1), "watch_lowest:" F03 " notify:unknown>observer",
 		  R(ELECTION_OBSERVER), KIDS(E04, F03) },
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 2), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 3), "list" },
+		{ CLAIM_DATA("f1", E2, T0 + 3), "" },
 	};
 
 	new_election(&e, false);
@@ -1274,13 +1274,14 @@ START_TEST(test_view_leader)
 	struct election_report r;
 	const struct step s1[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 11), "list", R(ELECTION_FOLLOWER) },
+		{ CLAIM_DATA("f1", E2, T0 + 11), "", R(ELECTION_FOLLOWER) },
 		{ CHILDREN(T0 + 12), "watch_pred:" E04, R(ELECTION_FOLLOWER),
 		  KIDS(D07, ME(1, 05), E04, F03) },
 	};
 	const struct step s2[] = {
 		/* The claimant left: nobody named until the next claim. */
-		{ LOWEST_CHANGED(F03, true, T0 + 20), "", R(ELECTION_FOLLOWER) },
+		{ LOWEST_CHANGED(F03, true, T0 + 20), "watch_lowest:" E04,
+		  R(ELECTION_FOLLOWER) },
 	};
 
 	join_follower(&e);
@@ -1306,7 +1307,7 @@ START_TEST(test_view_claim_by_other_id)
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
 		/* The election node names somebody who is not the lowest. */
-		{ CLAIM_DATA("e1", E2, T0 + 11), "list" },
+		{ CLAIM_DATA("e1", E2, T0 + 11), "" },
 	};
 
 	join_follower(&e);
@@ -1324,7 +1325,7 @@ START_TEST(test_view_claim_older_than_lowest)
 		/* "f1" claimed once, then rejoined: its new node is younger
 		 * than the claim, so the claim is not this node's. */
 		{ LOWEST_DATA(F03, "f1", E2 + 5, T0 + 10), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 11), "list" },
+		{ CLAIM_DATA("f1", E2, T0 + 11), "" },
 	};
 
 	join_follower(&e);
@@ -1340,7 +1341,7 @@ START_TEST(test_view_empty_claim)
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 11), "list" },
+		{ CLAIM_DATA("f1", E2, T0 + 11), "" },
 		{ { .type = EV_CLAIM_DATA, .rc = ZOK, .data = "", .datalen = 0,
 		    .zxid = E2 + 1, .now = T0 + 12 }, "" },
 	};
@@ -1358,7 +1359,7 @@ START_TEST(test_view_not_while_disconnected)
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 11), "list" },
+		{ CLAIM_DATA("f1", E2, T0 + 11), "" },
 		{ CONNECTING(T0 + 12), "notify:follower>unknown" },
 	};
 
@@ -1375,7 +1376,7 @@ START_TEST(test_view_lowest_changed_not_deleted)
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
 		{ LOWEST_CHANGED(E04, false, T0 + 11), "" },
-		{ LOWEST_CHANGED(F03, false, T0 + 12), "list" },
+		{ LOWEST_CHANGED(F03, false, T0 + 12), "watch_lowest:" F03 },
 	};
 
 	join_follower(&e);
@@ -1446,7 +1447,7 @@ START_TEST(test_index_follower_candidates)
 	};
 	const struct step s3[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 30), "" },
-		{ CLAIM_DATA("f1", E2, T0 + 31), "list" },
+		{ CLAIM_DATA("f1", E2, T0 + 31), "" },
 	};
 
 	join_follower(&e);
@@ -1834,13 +1835,39 @@ START_TEST(test_claim_watch_rearmed_after_nonode)
 		{ CHILDREN(T0 + 8), "watch_claim watch_lowest:" F03
 		  " notify:unknown>follower watch_pred:" E04,
 		  KIDS(ME(1, 05), E04, F03) },
-		{ CLAIM_DATA("f", E1, T0 + 9), "list" },
+		{ CLAIM_DATA("f", E1, T0 + 9), "" },
 		{ CHILDREN(T0 + 10), "watch_lowest:" F03 " watch_pred:" E04,
 		  KIDS(ME(1, 05), E04, F03) },
 	};
 
 	new_election(&e, true);
 	RUN(&e, s);
+}
+END_TEST
+
+
+/* A leader change costs a follower further back no listing: it reads the
+ * next node ahead of it, then the claim, and names the new leader. */
+START_TEST(test_view_next_leader_without_listing)
+{
+	struct election e;
+	struct election_report r;
+	const struct step s[] = {
+		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
+		{ CLAIM_DATA("f1", E1, T0 + 11), "" },
+		{ LOWEST_CHANGED(F03, true, T0 + 20), "watch_lowest:" E04 },
+		{ LOWEST_DATA(E04, "e1", 0x100000002, T0 + 21), "" },
+		{ CLAIM_CHANGED(T0 + 22), "watch_claim" },
+		{ CLAIM_DATA("e1", E2, T0 + 23), "" },
+	};
+
+	join_follower(&e);
+	RUN(&e, s);
+	election_report(&e, &r);
+	ck_assert(r.has_leader);
+	ck_assert_str_eq(r.leader_id, "e1");
+	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E2);
+	election_free(&e);
 }
 END_TEST
 
@@ -1919,6 +1946,7 @@ election_suite(void)
 	tcase_add_test(tc, test_self_watch_ignored_cases);
 	tcase_add_test(tc, test_leader_watches_children);
 	tcase_add_test(tc, test_claim_watch_rearmed_after_nonode);
+	tcase_add_test(tc, test_view_next_leader_without_listing);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("regressions");
