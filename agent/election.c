@@ -428,7 +428,7 @@ election_set_ahead(struct election *e, char *const *sorted, int n)
 	e->nahead = n;
 }
 
-/* A node ahead of us is gone: forget it. */
+/* A node ahead of us is gone: forget it; we are one place further on. */
 static void
 election_drop_ahead(struct election *e, const char *name)
 {
@@ -440,6 +440,10 @@ election_drop_ahead(struct election *e, const char *name)
 			memmove(&e->ahead[i], &e->ahead[i + 1],
 			    (size_t)(e->nahead - i - 1) * sizeof(*e->ahead));
 			e->nahead--;
+			if (e->position > 0)
+				e->position--;
+			if (e->candidates > 0)
+				e->candidates--;
 			return;
 		}
 }
@@ -649,8 +653,30 @@ election_on_pred_changed(struct election *e, const struct election_event *ev,
 		return;
 	if (ev->name != NULL && strcmp(ev->name, e->predecessor) != 0)
 		return;
-	e->phase = PHASE_LISTING;
-	election_push(out, ACT_LIST, NULL);
+	if (!ev->deleted) {
+		e->phase = PHASE_LISTING;
+		election_push(out, ACT_LIST, NULL);
+		return;
+	}
+	/*
+	 * Our predecessor left. Nodes only ever join behind us (sequence
+	 * numbers grow), so the nodes ahead of us are those of our last
+	 * listing that have not left since: with none left we are the
+	 * lowest and claim at once (rule 3), without listing a long queue;
+	 * otherwise the last of them is our new predecessor (rule 5: its
+	 * absence makes us list again).
+	 */
+	election_drop_ahead(e, e->predecessor);
+	if (e->nahead == 0) {
+		e->position = 0;
+		election_update_lowest(e, e->node, out);
+		e->phase = PHASE_CLAIMING;
+		election_push(out, ACT_CLAIM, e->node);
+		return;
+	}
+	snprintf(e->predecessor, sizeof(e->predecessor), "%s",
+	    e->ahead[e->nahead - 1]);
+	election_push(out, ACT_WATCH_PRED, e->predecessor);
 }
 
 static uint64_t
@@ -838,14 +864,14 @@ election_on_lowest_changed(struct election *e, const struct election_event *ev,
 	}
 	/*
 	 * The claimant left: nobody is named until the next claim. Its
-	 * successor is the next node ahead of us that still exists; read
-	 * (and watch) it now, so the claim can be checked when it comes.
-	 * One read each, however long the queue: no listing.
+	 * successor is the next node ahead of us that still exists; it is
+	 * read (and watched) when the claim comes: one read each, however
+	 * long the queue, and no listing.
 	 */
 	election_drop_ahead(e, ev->name);
 	election_update_lowest(e, NULL, out);
-	if (e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING)
-		election_next_lowest(e, out);
+	/* The next one is read when its claim comes (election_on_claim_data):
+	 * reading now would load ZooKeeper while the successor claims. */
 }
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */

@@ -61,14 +61,15 @@ def handover(leader, successor, timeout=30):
 
 
 def wait_settled(agents, leader_id, n, timeout):
-    """Every agent reports `leader_id` as leader (and, when n is not None,
-    counts n candidates: followers recount when the leader changes, not on
-    every join, so after a join only the leader's count is current)."""
+    """Every agent reports `leader_id` as leader, and (when n is not None)
+    the leader counts n candidates: it watches the queue, while a follower
+    recounts only when it lists (its own place changed)."""
     def ok():
         for a in agents:
             s = a.status(timeout=2.0)
-            if not s or (s.get("leader") or {}).get("id") != leader_id \
-                    or (n is not None and s.get("candidates") != n):
+            if not s or (s.get("leader") or {}).get("id") != leader_id:
+                return False
+            if n is not None and s.get("role") == "leader" and s.get("candidates") != n:
                 return False
         return True
     poll(ok, timeout, interval=0.05, what="all agents to report %s leading (%s candidates)" % (leader_id, n))

@@ -78,6 +78,8 @@
 #define CHILDREN(t)		{ .type = EV_CHILDREN, .rc = ZOK, .now = (t) }
 #define LIST_FAILED(r, t)	{ .type = EV_CHILDREN, .rc = (r), .now = (t) }
 #define PRED_SET(r, t)		{ .type = EV_PRED_SET, .rc = (r), .now = (t) }
+#define PRED_WRITTEN(nm, t) \
+	{ .type = EV_PRED_CHANGED, .name = (nm), .deleted = false, .now = (t) }
 #define PRED_CHANGED(nm, t) \
 	{ .type = EV_PRED_CHANGED, .name = (nm), .deleted = true, .now = (t) }
 #define OWNER(nm, r, own, t) \
@@ -431,11 +433,12 @@ START_TEST(test_follower_predecessor)
 		  PH(PHASE_WATCHING) },
 		/* A watch on some other node is not ours to act on. */
 		{ PRED_CHANGED(E04, T0 + 14), "", PH(PHASE_WATCHING) },
-		/* The predecessor's watch fired: list again. */
-		{ PRED_CHANGED(F03, T0 + 15), "list", R(ELECTION_FOLLOWER),
-		  PH(PHASE_LISTING) },
-		{ CHILDREN(T0 + 16), "watch_lowest:" ME(1, 05) " claim:" ME(1, 05),
-		  R(ELECTION_FOLLOWER), PH(PHASE_CLAIMING), KIDS(ME(1, 05), D07) },
+		/* The predecessor left and nobody else was ahead of us: we
+		 * are the lowest and claim without listing again. */
+		{ PRED_CHANGED(F03, T0 + 15), "watch_lowest:" ME(1, 05) " claim:"
+		  ME(1, 05), R(ELECTION_FOLLOWER), PH(PHASE_CLAIMING) },
+		{ CHILDREN(T0 + 16), "", R(ELECTION_FOLLOWER), PH(PHASE_CLAIMING),
+		  KIDS(ME(1, 05), D07) },
 		{ CLAIMED(E2, T0 + 16, T0 + 18), "notify:follower>leader watch_children",
 		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
 	};
@@ -793,9 +796,8 @@ START_TEST(test_rule6_adopt)
 		/* Adopted: no second create. */
 		{ CHILDREN(T0 + 504), "notify:unknown>follower watch_pred:" F03,
 		  R(ELECTION_FOLLOWER), PH(PHASE_WATCHING), KIDS(ME(1, 04), F03) },
-		{ PRED_CHANGED(F03, T0 + 505), "list" },
-		{ CHILDREN(T0 + 506), "watch_lowest:" ME(1, 04) " claim:" ME(1, 04),
-		  PH(PHASE_CLAIMING), KIDS(ME(1, 04)) },
+		{ PRED_CHANGED(F03, T0 + 505), "watch_lowest:" ME(1, 04) " claim:"
+		  ME(1, 04), PH(PHASE_CLAIMING) },
 	};
 
 	lost_create(&e, ZCONNECTIONLOSS);
@@ -901,7 +903,8 @@ START_TEST(test_rule7_stale_generation)
 		  " watch_pred:" E04, R(ELECTION_FOLLOWER), PH(PHASE_WATCHING),
 		  KIDS(F03, E04, ME(1, 05)) },
 		{ PRED_CHANGED(E04, T0 + 211), "", .old = 1 },
-		{ PRED_CHANGED(E04, T0 + 212), "list", PH(PHASE_LISTING) },
+		/* F03 is still ahead: it becomes the predecessor. */
+		{ PRED_CHANGED(E04, T0 + 212), "watch_pred:" F03, PH(PHASE_WATCHING) },
 	};
 
 	join_follower(&e);
@@ -1280,7 +1283,7 @@ START_TEST(test_view_leader)
 	};
 	const struct step s2[] = {
 		/* The claimant left: nobody named until the next claim. */
-		{ LOWEST_CHANGED(F03, true, T0 + 20), "watch_lowest:" E04,
+		{ LOWEST_CHANGED(F03, true, T0 + 20), "",
 		  R(ELECTION_FOLLOWER) },
 	};
 
@@ -1435,12 +1438,12 @@ START_TEST(test_index_follower_candidates)
 	struct election e;
 	uint64_t i;
 	const struct step s1[] = {
-		{ PRED_CHANGED(E04, T0 + 10), "list" },
+		{ PRED_WRITTEN(E04, T0 + 10), "list" },
 		/* Same queue, same report. */
 		{ CHILDREN(T0 + 11), "watch_pred:" E04, KIDS(D07, ME(1, 05), E04, F03) },
 	};
 	const struct step s2[] = {
-		{ PRED_CHANGED(E04, T0 + 20), "list" },
+		{ PRED_WRITTEN(E04, T0 + 20), "list" },
 		/* One more behind us: candidates change. */
 		{ CHILDREN(T0 + 21), "watch_pred:" E04,
 		  KIDS(D07, ME(1, 05), E04, F03, NODE(HD, 08)) },
@@ -1855,10 +1858,12 @@ START_TEST(test_view_next_leader_without_listing)
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
 		{ CLAIM_DATA("f1", E1, T0 + 11), "" },
-		{ LOWEST_CHANGED(F03, true, T0 + 20), "watch_lowest:" E04 },
-		{ LOWEST_DATA(E04, "e1", 0x100000002, T0 + 21), "" },
+		/* The leader left: nothing to read until the next claim. */
+		{ LOWEST_CHANGED(F03, true, T0 + 20), "" },
 		{ CLAIM_CHANGED(T0 + 22), "watch_claim" },
-		{ CLAIM_DATA("e1", E2, T0 + 23), "" },
+		/* The claim: now read the next node ahead of us. */
+		{ CLAIM_DATA("e1", E2, T0 + 23), "watch_lowest:" E04 },
+		{ LOWEST_DATA(E04, "e1", 0x100000002, T0 + 24), "" },
 	};
 
 	join_follower(&e);
@@ -1867,6 +1872,9 @@ START_TEST(test_view_next_leader_without_listing)
 	ck_assert(r.has_leader);
 	ck_assert_str_eq(r.leader_id, "e1");
 	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E2);
+	/* One node ahead of us went: one place further on, one fewer. */
+	ck_assert_int_eq(r.position, 1);
+	ck_assert_int_eq(r.candidates, 3);
 	election_free(&e);
 }
 END_TEST
