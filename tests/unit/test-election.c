@@ -140,13 +140,33 @@ test_uuid(char buf[ELECTION_UUID_LEN + 1], void *arg)
 	    ++*n);
 }
 
+/* The election a test drives, freed by the fixture when the test ends. */
+static struct election *current;
+
 static void
 new_election(struct election *e, bool candidate)
 {
+	if (current == e)
+		election_free(e);	/* a second scenario on the same one */
+	current = e;
 	uuid_counter = 0;
 	election_init(e, MY_ID, candidate);
 	e->uuid_gen = test_uuid;
 	e->uuid_arg = &uuid_counter;
+}
+
+static void
+setup(void)
+{
+	current = NULL;
+}
+
+static void
+teardown(void)
+{
+	if (current != NULL)
+		election_free(current);
+	current = NULL;
 }
 
 static void
@@ -365,7 +385,7 @@ join_follower(struct election *e)
 
 START_TEST(test_join_leader)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct election_action *a;
 	const struct step s[] = {
@@ -414,7 +434,7 @@ END_TEST
 /* Rule 5, and contenders sort by the numeric suffix only. */
 START_TEST(test_follower_predecessor)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
@@ -454,7 +474,7 @@ END_TEST
 
 START_TEST(test_follower_position)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 
 	join_follower(&e);
@@ -475,7 +495,7 @@ END_TEST
 
 START_TEST(test_rule1_connection_lost)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t t = T0 + 500;
 	const struct step s1[] = {
 		{ TICK(RENEW1), "renew:" ME(1, 03), R(ELECTION_LEADER) },
@@ -518,7 +538,7 @@ END_TEST
 /* Losing the connection while claiming: the claim's answer is void. */
 START_TEST(test_rule1_lost_while_claiming)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
 		{ CREATED(ME(1, 03), SID, T0 + 1), "list" },
@@ -541,7 +561,7 @@ END_TEST
 
 START_TEST(test_rule2_lease_renewal)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t before;
 	const struct step s1[] = {
 		{ TICK(RENEW1 - 1), "", R(ELECTION_LEADER) },
@@ -589,7 +609,7 @@ END_TEST
 /* A renewal sent before a long pause cannot stretch the lease. */
 START_TEST(test_rule2_late_renewal)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ TICK(RENEW1), "renew:" ME(1, 03) },
 		/* The process stalled: the answer is handled 3.9 s later. */
@@ -611,7 +631,7 @@ END_TEST
 /* Paused past the deadline: the first tick after it steps down. */
 START_TEST(test_rule2_pause_past_deadline)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ TICK(DEADLINE1 + 60000), "notify:leader>unknown list",
 		  R(ELECTION_UNKNOWN), PH(PHASE_LISTING) },
@@ -628,7 +648,7 @@ END_TEST
 /* The renewal's read says the node is not (or no longer) ours. */
 START_TEST(test_rule2_renewal_owner_mismatch)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ TICK(RENEW1), "renew:" ME(1, 03) },
 		{ RENEWED(OTHER_SID, RENEW1, RENEW1 + 5),
@@ -648,7 +668,7 @@ END_TEST
 
 START_TEST(test_rule2_renewal_nonode)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ TICK(RENEW1), "renew:" ME(1, 03) },
 		{ RENEW_FAILED(ZNONODE, RENEW1, RENEW1 + 5),
@@ -665,7 +685,7 @@ END_TEST
 /* A renewal error that proves nothing: the lease simply runs down. */
 START_TEST(test_rule2_renewal_error)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ TICK(RENEW1), "renew:" ME(1, 03) },
 		{ RENEW_FAILED(ZOPERATIONTIMEOUT, RENEW1, RENEW1 + 5), "",
@@ -684,7 +704,7 @@ END_TEST
 
 START_TEST(test_rule3_created_foreign_owner)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
 		/* The create's Stat names another session: not ours. */
@@ -713,7 +733,7 @@ END_TEST
 
 START_TEST(test_rule4_not_lowest_while_leading)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		/* Somebody else's claim shows up: look again. */
 		{ CLAIM_DATA("f1", E2, T0 + 100), "list", R(ELECTION_LEADER) },
@@ -731,7 +751,7 @@ END_TEST
 
 START_TEST(test_rule4_own_node_missing_while_leading)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CLAIM_DATA("e1", E2, T0 + 100), "list", R(ELECTION_LEADER) },
 		{ CHILDREN(T0 + 101), "watch_lowest:" E04
@@ -750,7 +770,7 @@ END_TEST
 /* Our own claim, seen through the claim watch, changes nothing. */
 START_TEST(test_rule4_own_claim_seen)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t before;
 	const struct step s[] = {
 		{ CLAIM_CHANGED(T0 + 21), "watch_claim", R(ELECTION_LEADER) },
@@ -787,7 +807,7 @@ lost_create(struct election *e, int rc)
 
 START_TEST(test_rule6_adopt)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CHILDREN(T0 + 501), "watch_lowest:" F03 " get_owner:" ME(1, 04),
 		  PH(PHASE_ADOPTING), KIDS(ME(1, 04), F03) },
@@ -809,7 +829,7 @@ END_TEST
 
 START_TEST(test_rule6_adopt_after_timeout)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CHILDREN(T0 + 501), "watch_lowest:" ME(1, 04) " get_owner:" ME(1, 04),
 		  PH(PHASE_ADOPTING), KIDS(ME(1, 04)) },
@@ -826,7 +846,7 @@ END_TEST
 
 START_TEST(test_rule6_foreign_match)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CHILDREN(T0 + 501), "watch_lowest get_owner:" ME(1, 04),
 		  PH(PHASE_ADOPTING), KIDS(ME(1, 04), F03) },
@@ -845,7 +865,7 @@ END_TEST
 
 START_TEST(test_rule6_match_gone)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CHILDREN(T0 + 501), "watch_lowest get_owner:" ME(1, 04),
 		  PH(PHASE_ADOPTING), KIDS(ME(1, 04), F03) },
@@ -860,7 +880,7 @@ END_TEST
 
 START_TEST(test_rule6_not_found)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		/* Not among the children: the create never happened. */
 		{ CHILDREN(T0 + 501), "watch_lowest:" F03 " create",
@@ -879,7 +899,7 @@ END_TEST
 
 START_TEST(test_rule7_stale_generation)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
@@ -915,7 +935,7 @@ END_TEST
 /* While disconnected, even the view watches of old generations are void. */
 START_TEST(test_rule7_stale_view_while_disconnected)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown", R(ELECTION_UNKNOWN) },
 		{ CLAIM_DATA("f1", E2, T0 + 101), "", .old = 1 },
@@ -934,7 +954,7 @@ END_TEST
 
 START_TEST(test_rule8_expiry)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ EXPIRED(T0 + 100), "notify:leader>unknown new_session",
 		  R(ELECTION_UNKNOWN), PH(PHASE_IDLE) },
@@ -961,7 +981,7 @@ END_TEST
 /* A different session id after a reconnect means the same as expiry. */
 START_TEST(test_rule8_new_session_id)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:leader>unknown" },
 		{ CONNECTED_AS(SID2, T0 + 300), "watch_claim create",
@@ -979,7 +999,7 @@ END_TEST
 
 START_TEST(test_rule9_create_nonode)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
 		{ CREATE_FAILED(ZNONODE, T0 + 1), "create_parent", PH(PHASE_PARENT) },
@@ -995,7 +1015,7 @@ END_TEST
 
 START_TEST(test_rule9_list_nonode)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown" },
 		{ CONNECTED(T0 + 200), "watch_claim list", PH(PHASE_LISTING) },
@@ -1014,7 +1034,7 @@ END_TEST
 
 START_TEST(test_rule9_list_nonode_while_leading)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CLAIM_DATA("zz", E2, T0 + 100), "list" },
 		{ LIST_FAILED(ZNONODE, T0 + 101), "notify:leader>unknown create_parent",
@@ -1030,7 +1050,7 @@ END_TEST
 
 START_TEST(test_rule9_parent_error_retries)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
 		{ CREATE_FAILED(ZNONODE, T0 + 1), "create_parent" },
@@ -1050,7 +1070,7 @@ END_TEST
 
 START_TEST(test_rule10_stop_leader)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		/* Tell the app first and wait for it; no delete yet. */
 		{ STOP(T0 + 100), "notify:leader>unknown/wait", R(ELECTION_UNKNOWN),
@@ -1072,7 +1092,7 @@ END_TEST
 
 START_TEST(test_rule10_stop_follower)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ STOP(T0 + 100), "notify:follower>unknown delete:" ME(1, 05),
 		  R(ELECTION_UNKNOWN), PH(PHASE_DELETING) },
@@ -1086,7 +1106,7 @@ END_TEST
 
 START_TEST(test_rule10_resign_leader)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t t = T0 + 1000, hold = 5000;
 	const struct step s[] = {
 		{ RESIGN(hold, t), "notify:leader>follower/wait",
@@ -1111,7 +1131,7 @@ END_TEST
 
 START_TEST(test_rule10_resign_holding_next_tick)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ RESIGN(3000, T0 + 100), "notify:leader>follower/wait" },
 		{ NOTIFIED(T0 + 101), "delete" },
@@ -1126,7 +1146,7 @@ END_TEST
 
 START_TEST(test_rule10_resign_follower)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ RESIGN(0, T0 + 100), "delete:" ME(1, 05), R(ELECTION_FOLLOWER),
 		  PH(PHASE_DELETING) },
@@ -1145,7 +1165,7 @@ END_TEST
 
 START_TEST(test_rule12_readonly)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ READONLY(T0 + 100), "notify:leader>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
@@ -1161,7 +1181,7 @@ END_TEST
 
 START_TEST(test_rule12_auth_failed)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ AUTH_FAILED(T0 + 100), "notify:leader>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
@@ -1179,7 +1199,7 @@ END_TEST
 
 START_TEST(test_rule12_follower_readonly)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ READONLY(T0 + 100), "notify:follower>unknown",
 		  R(ELECTION_UNKNOWN) },
@@ -1201,7 +1221,7 @@ END_TEST
 
 START_TEST(test_observer)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim list", R(ELECTION_UNKNOWN),
 		  PH(PHASE_OBSERVING) },
@@ -1226,7 +1246,7 @@ END_TEST
 
 START_TEST(test_observer_reports_leader)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim list", PH(PHASE_OBSERVING) },
@@ -1252,7 +1272,7 @@ END_TEST
 
 START_TEST(test_observer_parent_missing)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim list", PH(PHASE_OBSERVING) },
 		{ LIST_FAILED(ZNONODE, T0 + 1), "create_parent", PH(PHASE_PARENT) },
@@ -1273,7 +1293,7 @@ END_TEST
 
 START_TEST(test_view_leader)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s1[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
@@ -1305,7 +1325,7 @@ END_TEST
 
 START_TEST(test_view_claim_by_other_id)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
@@ -1322,7 +1342,7 @@ END_TEST
 
 START_TEST(test_view_claim_older_than_lowest)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		/* "f1" claimed once, then rejoined: its new node is younger
@@ -1340,7 +1360,7 @@ END_TEST
 
 START_TEST(test_view_empty_claim)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
@@ -1358,7 +1378,7 @@ END_TEST
 
 START_TEST(test_view_not_while_disconnected)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
@@ -1375,7 +1395,7 @@ END_TEST
 
 START_TEST(test_view_lowest_changed_not_deleted)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
 		{ LOWEST_CHANGED(E04, false, T0 + 11), "" },
@@ -1392,7 +1412,7 @@ END_TEST
 
 START_TEST(test_index)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t i0, i;
 
 	new_election(&e, true);
@@ -1435,7 +1455,7 @@ END_TEST
 
 START_TEST(test_index_follower_candidates)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t i;
 	const struct step s1[] = {
 		{ PRED_WRITTEN(E04, T0 + 10), "list" },
@@ -1537,7 +1557,7 @@ END_TEST
  */
 START_TEST(test_bug_claimed_after_lease)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct election_action *a;
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
@@ -1568,7 +1588,7 @@ END_TEST
  */
 START_TEST(test_bug_list_error_while_leading)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CLAIM_DATA("f1", E2, T0 + 100), "list", R(ELECTION_LEADER) },
 		{ LIST_FAILED(ZNOAUTH, T0 + 101), NULL },
@@ -1595,7 +1615,7 @@ END_TEST
  */
 START_TEST(test_bug_stop_during_resign_release)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ RESIGN(5000, T0 + 100), "notify:leader>follower/wait",
 		  PH(PHASE_RELEASING) },
@@ -1616,7 +1636,7 @@ END_TEST
 /* Regression: the same with a second resign while the first is RELEASING. */
 START_TEST(test_bug_resign_twice_during_release)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ RESIGN(5000, T0 + 100), "notify:leader>follower/wait",
 		  PH(PHASE_RELEASING) },
@@ -1639,7 +1659,7 @@ END_TEST
  */
 START_TEST(test_bug_resign_delete_error)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	uint64_t t;
 	const struct step s[] = {
 		{ RESIGN(10000, T0 + 100), "notify:leader>follower/wait" },
@@ -1670,7 +1690,7 @@ END_TEST
  */
 START_TEST(test_bug_resign_while_disconnected)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:leader>unknown" },
 		{ RESIGN(5000, T0 + 101), NULL },
@@ -1695,7 +1715,7 @@ END_TEST
  */
 START_TEST(test_bug_own_node_deleted_while_leading)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ LOWEST_CHANGED(ME(1, 03), true, T0 + 100), NULL },
 	};
@@ -1714,7 +1734,7 @@ END_TEST
  */
 START_TEST(test_bug_expiry_during_hold)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ RESIGN(60000, T0 + 100), "notify:leader>follower/wait" },
 		{ NOTIFIED(T0 + 101), "delete" },
@@ -1739,7 +1759,7 @@ END_TEST
 /* A follower whose node is deleted by someone else rejoins at once. */
 START_TEST(test_self_deleted_follower_rejoins)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ SELF_CHANGED(ME(1, 05), true, T0 + 50),
 		  "notify:follower>unknown watch_claim create", R(ELECTION_UNKNOWN),
@@ -1758,7 +1778,7 @@ END_TEST
 /* The awget on our own node finds it gone: the same as its deletion. */
 START_TEST(test_self_set_nonode_rejoins)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ SELF_SET(ME(1, 05), ZNONODE, T0 + 50),
 		  "notify:follower>unknown watch_claim create", PH(PHASE_CREATING) },
@@ -1772,7 +1792,7 @@ END_TEST
 /* A leader whose node is deleted stops leading before anything else. */
 START_TEST(test_self_deleted_leader_stops_at_once)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ SELF_CHANGED(ME(1, 03), true, T0 + 100),
 		  "notify:leader>unknown watch_claim create", R(ELECTION_UNKNOWN) },
@@ -1788,7 +1808,7 @@ END_TEST
  * delete during a resign change nothing (but the data change re-arms). */
 START_TEST(test_self_watch_ignored_cases)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ SELF_CHANGED(E04, true, T0 + 50), "" },
 		{ SELF_CHANGED(ME(1, 05), false, T0 + 51), "watch_self:" ME(1, 05) },
@@ -1807,7 +1827,7 @@ END_TEST
 /* Only the leader watches the whole queue, and re-arms the watch. */
 START_TEST(test_leader_watches_children)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CHILDREN_CHANGED(T0 + 100), "watch_children" },
 		{ CHILDREN(T0 + 102), "", R(ELECTION_LEADER), PH(PHASE_LEADING),
@@ -1830,7 +1850,7 @@ END_TEST
  * watch is set then): it is asked for again once the node is seen. */
 START_TEST(test_claim_watch_rearmed_after_nonode)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTED(T0), "watch_claim create" },
 		{ { .type = EV_CLAIM_DATA, .rc = ZNONODE, .now = T0 + 1 }, "" },
@@ -1853,7 +1873,7 @@ END_TEST
  * next node ahead of it, then the claim, and names the new leader. */
 START_TEST(test_view_next_leader_without_listing)
 {
-	struct election e;
+	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
 		{ LOWEST_DATA(F03, "f1", 0x100000001, T0 + 10), "" },
@@ -1886,12 +1906,14 @@ election_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("join");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_join_leader);
 	tcase_add_test(tc, test_follower_predecessor);
 	tcase_add_test(tc, test_follower_position);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rules");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_rule1_connection_lost);
 	tcase_add_test(tc, test_rule1_lost_while_claiming);
 	tcase_add_test(tc, test_rule2_lease_renewal);
@@ -1928,6 +1950,7 @@ election_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("view");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_observer);
 	tcase_add_test(tc, test_observer_reports_leader);
 	tcase_add_test(tc, test_observer_parent_missing);
@@ -1942,12 +1965,14 @@ election_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("names");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_node_seq, 0,
 	    (int)(sizeof(seq_cases) / sizeof(seq_cases[0])));
 	tcase_add_test(tc, test_node_seq_length);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("own-node");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_self_deleted_follower_rejoins);
 	tcase_add_test(tc, test_self_set_nonode_rejoins);
 	tcase_add_test(tc, test_self_deleted_leader_stops_at_once);
@@ -1958,6 +1983,7 @@ election_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("regressions");
+	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_bug_claimed_after_lease);
 	tcase_add_test(tc, test_bug_list_error_while_leading);
 	tcase_add_test(tc, test_bug_stop_during_resign_release);
