@@ -525,6 +525,22 @@ zk_refused(struct zk *zk, struct zk_req *req, int rc)
 	free(req);
 }
 
+/*
+ * Reads a contender node and leaves a data watch on it (rule 5: getData,
+ * not exists, so that no watch lingers on a node that is already gone).
+ */
+static int
+zk_watch_node(struct zk *zk, const char *name, enum zk_kind read_kind,
+    enum zk_kind watch_kind, struct zk_req **reqp)
+{
+	char path[1024];
+
+	zk_node_path(zk, name, path, sizeof(path));
+	*reqp = zk_req_new(zk, read_kind, name);
+	return zoo_awget(zk->zh, path, zk_node_watcher,
+	    ZK_WATCH_CTX(zk->agent->election.gen, watch_kind), zk_data_cb, *reqp);
+}
+
 static void
 zk_perform(struct zk *zk, const struct election_action *a)
 {
@@ -572,10 +588,7 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		    ZK_WATCH_CTX(e->gen, ZK_CHILD_WATCH), zk_strings_cb, req);
 		break;
 	case ACT_WATCH_PRED:
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_PRED_SET, a->name);
-		rc = zoo_awget(zk->zh, path, zk_node_watcher,
-		    ZK_WATCH_CTX(e->gen, ZK_PRED_WATCH), zk_data_cb, req);
+		rc = zk_watch_node(zk, a->name, ZK_PRED_SET, ZK_PRED_WATCH, &req);
 		break;
 	case ACT_GET_OWNER:
 		zk_node_path(zk, a->name, path, sizeof(path));
@@ -612,16 +625,10 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		    ZK_WATCH_CTX(e->gen, ZK_CLAIM_WATCH), zk_data_cb, req);
 		break;
 	case ACT_WATCH_LOWEST:
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_LOWEST_DATA, a->name);
-		rc = zoo_awget(zk->zh, path, zk_node_watcher,
-		    ZK_WATCH_CTX(e->gen, ZK_LOWEST_WATCH), zk_data_cb, req);
+		rc = zk_watch_node(zk, a->name, ZK_LOWEST_DATA, ZK_LOWEST_WATCH, &req);
 		break;
 	case ACT_WATCH_SELF:
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_SELF_SET, a->name);
-		rc = zoo_awget(zk->zh, path, zk_node_watcher,
-		    ZK_WATCH_CTX(e->gen, ZK_SELF_WATCH), zk_data_cb, req);
+		rc = zk_watch_node(zk, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
 		break;
 	case ACT_DELETE:
 		zk_node_path(zk, a->name, path, sizeof(path));
