@@ -90,8 +90,9 @@ print_human(const char *json)
 	printf("%s: %s", id, role);
 	if (strcmp(role, "leader") == 0)
 		printf(" (epoch %s, lease %s ms)", epoch, lease);
-	printf(", leader %s, %s candidates, session %s\n",
-	    lid[0] != '\0' ? lid : "none", cands, state);
+	printf(", leader %s, %s candidate%s, session %s\n",
+	    lid[0] != '\0' ? lid : "none", cands,
+	    strcmp(cands, "1") == 0 ? "" : "s", state);
 }
 
 static int
