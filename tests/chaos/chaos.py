@@ -1,0 +1,827 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A long randomized chaos run against zkelect (see tests/chaos/README.md).
+
+    /usr/bin/python3 tests/chaos/chaos.py --minutes 10 --seed N --agents 4 [--ensemble]
+
+It starts ZooKeeper (standalone, or a 3-server ensemble with --ensemble),
+N agents, each behind its own zkproxy instances (one per ZooKeeper server),
+the integration harness's StatusRecorder polling every agent and its
+ZKChecker reading ZooKeeper directly. Then, for the given time, it injects
+faults chosen with a seeded RNG, each held for a random time and healed.
+At the end it heals everything, waits for the election to settle, stops
+every agent with SIGTERM and checks the invariants over the whole run:
+
+  * never two leaders at once, epochs only grow, one epoch per agent
+    (zkharness.check_single_leader, the rule the fault tests use);
+  * every epoch an agent answered is_leader with is the mzxid of a claim
+    naming that agent (seen by the ZKChecker or, when it was blind to a
+    short-lived claim, found in ZooKeeper's transaction logs);
+  * no contender node ever written after its creation (ZKChecker);
+  * no stale answer: no is_leader=true with a term older than a fault that
+    made its lease lapse (the agent stopped, cut off, or its replies lost
+    for longer than 2/3 T), nor after the agent resigned or was restarted;
+  * each SIGTERM exits 0, no agent dies by itself, the election settles at
+    every checkpoint, and no node is left behind once every agent stopped.
+
+Exit status: 0 when every invariant held, 1 on a violation (printed with
+the seed to reproduce it; logs are kept), 2 when the harness itself failed
+(ZooKeeper did not come up, ...), 130 on Ctrl-C.
+"""
+
+import argparse
+import bisect
+import collections
+import datetime
+import glob
+import logging
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+
+# Snapshot the agent binary before importing the harness (which reads
+# ZKELECTD at import time): a rebuild of build/ during a long run must not
+# swap the agent between two restarts.
+_SRC_ZKELECTD = os.environ.get("ZKELECTD", os.path.join(ROOT, "build", "agent", "zkelectd"))
+_BIN_DIR = tempfile.mkdtemp(prefix="zkchaos-bin-", dir="/tmp")
+if not os.access(_SRC_ZKELECTD, os.X_OK):
+    shutil.rmtree(_BIN_DIR, ignore_errors=True)
+    sys.exit("chaos: %s not found (build first: meson setup build && ninja -C build, "
+             "or set ZKELECTD)" % _SRC_ZKELECTD)
+shutil.copy2(_SRC_ZKELECTD, _BIN_DIR)
+os.environ["ZKELECTD"] = os.path.join(_BIN_DIR, os.path.basename(_SRC_ZKELECTD))
+
+import zkharness  # noqa: E402
+from zkharness import (AgentSet, Observer, StatusRecorder, ZooKeeperServer,  # noqa: E402
+                       new_election_path)
+from zkensemble import Ensemble  # noqa: E402
+from zkproxy import ZKProxy  # noqa: E402
+from test_faults import ZKChecker, finish, one_node_each, settle  # noqa: E402
+
+MARGIN = 0.15          # s: slack on every time bound the stale check uses
+SESSION_TIMEOUTS = ["2s", "2.5s", "3s", "3.5s", "4s"]
+
+AGENT_KINDS = ["pause_short", "pause_long", "kill9_restart", "sigterm_restart",
+               "resign_hold0", "resign_hold2", "proxy_blackhole", "proxy_reset",
+               "proxy_delay", "proxy_drop_replies", "delete_contender"]
+ZK_KINDS = ["zk_pause", "zk_kill_restart"]
+
+
+class Violation(Exception):
+    """An invariant broke (exit 1)."""
+
+
+class HarnessError(Exception):
+    """The harness could not do its job (exit 2)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM / SIGALRM (the global deadline) received."""
+
+
+T0 = time.monotonic()
+# kazoo logs every reconnection at WARNING: expected here, and noisy.
+logging.getLogger("kazoo").setLevel(logging.ERROR)
+
+
+def say(msg):
+    now = datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    print("%s +%8.3fs  %s" % (now, time.monotonic() - T0, msg), flush=True)
+
+
+# --------------------------------------------------------------------------
+# ZooKeeper transaction logs: every claim ever committed, for the epochs the
+# ZKChecker's watch and polling could not see (a claim overwritten within
+# milliseconds, or while its ZooKeeper connection moved to another server).
+
+OP_SETDATA = 5
+OP_MULTI = 14
+
+
+def _zk_string(buf, off):
+    (n,) = struct.unpack_from(">i", buf, off)
+    off += 4
+    if n < 0:
+        return None, off
+    return bytes(buf[off:off + n]), off + n
+
+
+def txnlog_claims(files, path):
+    """{zxid: data} of every setData on `path` (plain, or inside a multi) in
+    ZooKeeper txn log files (format: "ZKLG" header, then crc, length, record,
+    'B' per transaction; preallocated zeros at the end)."""
+    out = {}
+    want = path.encode()
+    for fn in files:
+        try:
+            with open(fn, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if data[:4] != b"ZKLG":
+            continue
+        off = 16
+        while off + 12 <= len(data):
+            _crc, ln = struct.unpack_from(">qi", data, off)
+            if ln <= 0 or off + 12 + ln + 1 > len(data):
+                break
+            rec = data[off + 12:off + 12 + ln]
+            if data[off + 12 + ln] != 0x42:
+                break
+            off += 12 + ln + 1
+            try:
+                _cid, _cxid, zxid, _t, typ = struct.unpack_from(">qiqqi", rec, 0)
+                body = rec[32:]
+                txns = []
+                if typ == OP_SETDATA:
+                    txns.append(body)
+                elif typ == OP_MULTI:
+                    (cnt,) = struct.unpack_from(">i", body, 0)
+                    p = 4
+                    for _ in range(max(cnt, 0)):
+                        (ityp,) = struct.unpack_from(">i", body, p)
+                        inner, p = _zk_string(body, p + 4)
+                        if ityp == OP_SETDATA and inner is not None:
+                            txns.append(inner)
+                for t in txns:
+                    p_, o = _zk_string(t, 0)
+                    d, _ = _zk_string(t, o)
+                    if p_ == want:
+                        out[zxid] = (d or b"").decode(errors="replace")
+            except struct.error:
+                continue
+    return out
+
+
+# --------------------------------------------------------------------------
+
+class Fault:
+    """One injected fault: applied, held, healed."""
+
+    def __init__(self, kind, target, hold, detail=""):
+        self.kind = kind
+        self.target = target            # agent id, "zkN", or a node name
+        self.hold = hold
+        self.detail = detail
+        self.t_before = None            # just before the fault was applied
+        self.t_applied = None           # once it surely took effect
+        self.t_heal = None              # just before the heal began
+        self.victims = []               # agent ids it keeps from renewing
+        self.affected = None            # agent ids it disturbs (default: victims)
+        self.leader_at_start = None     # (agent, epoch) leading when it began
+        self.heal_fn = None
+        self.done = False
+
+
+class Chaos:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.zk = None                  # ZooKeeperServer
+        self.ens = None                 # Ensemble
+        self.upstreams = []             # ZooKeeper client host:port list
+        self.zk_hosts = None
+        self.path = new_election_path()
+        self.aset = None
+        self.proxies = {}               # agent id -> [ZKProxy]
+        self.recorder = None
+        self.checker = None
+        self.observer = None
+        self.pool = []
+        self.lease = {}                 # agent id -> 2/3 T (s)
+        self.counts = collections.Counter()
+        self.faults = []
+        self.cuts = []                  # (agent, t_from, t_check, label)
+        self.resigns = []               # (agent, t_req, t_resp, label)
+        self.problems = []
+        self.checkpoints = 0
+        self.journal = []
+        self.deadline_hit = False
+
+    # -- setup ---------------------------------------------------------------
+    def start(self):
+        a = self.args
+        life = a.minutes * 60 + 1200
+        if a.ensemble:
+            say("starting a 3-server ZooKeeper ensemble")
+            self.ens = Ensemble(3)
+            self.ens.start()
+            self.upstreams = [s.hostport for s in self.ens.servers]
+            self.zk_hosts = self.ens.hostports
+        else:
+            say("starting a standalone ZooKeeper")
+            self.zk = ZooKeeperServer().start()
+            self.upstreams = [self.zk.hostport]
+            self.zk_hosts = self.zk.hostport
+        say("ZooKeeper up: %s (%s); election path %s" % (
+            self.zk_hosts, self.ens.dir if self.ens else self.zk.dir, self.path))
+        self.observer = Observer(self.zk_hosts)
+        self.checker = ZKChecker(self.zk_hosts, self.path,
+                                 timeout=3.0 if a.ensemble else 10.0).start()
+        self.aset = AgentSet(self.zk_hosts, self.path)
+        say("agent configs and logs in %s" % self.aset.dir)
+        self.recorder = StatusRecorder(self.aset).start()
+        k = len(self.upstreams)
+        for i in range(a.agents):
+            aid = "a%d" % (i + 1)
+            order = [(i + j) % k for j in range(k)]
+            ps = [ZKProxy(self.upstreams[o], max_lifetime=life, name="proxy-%s-%d" % (aid, o))
+                  for o in order]
+            self.proxies[aid] = ps
+            st = self.rng.choice(SESSION_TIMEOUTS)
+            ag = self.aset.new(aid, start=False, zk_hostport=",".join(p.hostport for p in ps),
+                               session_timeout=st)
+            ag.start()
+            self.pool.append(ag)
+            if i == 0:
+                # The first one leads (the election path then exists) before
+                # the others start, as the fault tests' start_pool does.
+                ag.wait_for(lambda s: s["is_leader"] is True, 30,
+                            what="the first agent to lead")
+        for ag in self.pool:
+            s = ag.wait_for(lambda s: s["session"]["state"] == "connected", 30,
+                            what="a connected session")
+            T = s["session"].get("timeout_ms") or 0
+            self.lease[ag.id] = (T or 4000) / 1000.0 * 2.0 / 3.0
+        lead, ls, _ = settle(self.pool, timeout=60, what="the first election")
+        one_node_each(self.observer, self.path, self.pool, timeout=60)
+        say("%d agents up (%s); %s leads, epoch %#x" % (
+            len(self.pool), ", ".join("%s T=%.1fs" % (g.id, self.lease[g.id] * 1.5)
+                                      for g in self.pool), lead.id, ls["epoch"]))
+
+    # -- helpers -------------------------------------------------------------
+    def agent(self, aid):
+        return [g for g in self.pool if g.id == aid][0]
+
+    def current_leader(self, window=1.5):
+        """(agent id, epoch) of the latest is_leader sample, or (None, None)."""
+        with self.recorder._lock:
+            tail = self.recorder.samples[-600:]
+        for s in reversed(tail):
+            if s.is_leader and s.t_end > time.monotonic() - window:
+                return s.agent, s.epoch
+        return None, None
+
+    def sessions_by_agent(self):
+        out = {}
+        try:
+            for name, data, stat in self.observer.contenders(self.path):
+                out.setdefault(data, stat.ephemeralOwner)
+        except Exception:  # noqa: BLE001 - ZooKeeper faulted: unknown
+            pass
+        return out
+
+    def check_alive(self):
+        for g in self.pool:
+            if g.proc is not None and g.proc.poll() is not None:
+                raise Violation("%s died by itself with status %s (not killed by the run)"
+                                % (g.id, g.proc.returncode))
+
+    def start_agent(self, g):
+        try:
+            g.start()
+        except (AssertionError, zkharness.PollAbort) as e:
+            raise Violation("%s did not come back after a restart: %s" % (g.id, e)) from None
+
+    # -- faults ---------------------------------------------------------------
+    def pick_round(self):
+        """One fault, or (with --overlap probability) two on distinct targets."""
+        n = 2 if self.rng.random() < self.args.overlap else 1
+        kinds = AGENT_KINDS + (ZK_KINDS if self.args.ensemble else [])
+        picked, used_agents, zk_used = [], set(), False
+        for _ in range(n):
+            for _try in range(20):
+                kind = self.rng.choice(kinds)
+                if kind in ZK_KINDS:
+                    if zk_used:
+                        continue
+                    zk_used = True
+                    picked.append((kind, None))
+                    break
+                if kind == "delete_contender":
+                    picked.append((kind, None))
+                    break
+                free = [g.id for g in self.pool if g.id not in used_agents]
+                if not free:
+                    continue
+                # Favour the leader: most interesting faults hit it.
+                lead, _ = self.current_leader()
+                if lead in free and self.rng.random() < 0.5:
+                    aid = lead
+                else:
+                    aid = self.rng.choice(free)
+                used_agents.add(aid)
+                picked.append((kind, aid))
+                break
+        return picked
+
+    def apply(self, kind, aid, rnd):
+        rng = self.rng
+        f = None
+        lead = self.current_leader()
+        if aid is not None:
+            g = self.agent(aid)
+            lease = self.lease[aid]
+            T = lease * 1.5
+        t_before = time.monotonic()
+        if kind in ("pause_short", "pause_long"):
+            hold = rng.uniform(0.2, 0.9 * T) if kind == "pause_short" \
+                else rng.uniform(1.2 * T, 1.2 * T + 4.0)
+            f = Fault(kind, aid, hold, "T=%.1fs" % T)
+            g.pause()
+            f.victims = [aid]
+            f.heal_fn = g.resume
+        elif kind in ("kill9_restart", "sigterm_restart"):
+            hold = rng.uniform(0.0, 3.0)
+            f = Fault(kind, aid, hold)
+            if kind == "kill9_restart":
+                g.kill()
+            else:
+                try:
+                    rc = g.stop(timeout=15)
+                except subprocess.TimeoutExpired:
+                    g.kill()
+                    raise Violation("%s did not exit within 15 s of SIGTERM" % aid) from None
+                if rc != 0:
+                    raise Violation("%s exited with status %s on SIGTERM" % (aid, rc))
+            f.victims = [aid]
+            f.heal_fn = lambda: self.start_agent(g)
+        elif kind in ("resign_hold0", "resign_hold2"):
+            h = "0s" if kind == "resign_hold0" else "2s"
+            f = Fault(kind, aid, 0.0, "hold=%s" % h)
+            t_req = time.monotonic()
+            try:
+                r = g.request("POST", "/v1/resign?hold=%s" % h, timeout=5.0)
+            except Exception as e:  # noqa: BLE001
+                raise Violation("%s: POST /v1/resign failed: %r" % (aid, e)) from None
+            if r.status != 200 or r.json().get("resigned") is not True:
+                raise Violation("%s: POST /v1/resign answered %s %r" % (aid, r.status, r.body))
+            self.resigns.append((aid, t_req, r.t_end, "round %d %s" % (rnd, kind)))
+        elif kind.startswith("proxy_"):
+            ps = self.proxies[aid]
+            hold = rng.choice([rng.uniform(0.2, 0.9 * lease),
+                               rng.uniform(lease + 0.3, 1.5 * T + 2.0)])
+            if kind == "proxy_blackhole":
+                for p in ps:
+                    p.blackhole()
+                f = Fault(kind, aid, hold)
+            elif kind == "proxy_reset":
+                for p in ps:
+                    p.reset()
+                f = Fault(kind, aid, hold)
+            elif kind == "proxy_drop_replies":
+                for p in ps:
+                    p.drop_replies()
+                f = Fault(kind, aid, hold)
+            else:
+                ms = rng.choice([50, 200, 500, 1000, 2000])
+                hold = rng.uniform(1.0, 6.0)
+                for p in ps:
+                    p.delay(ms)
+                f = Fault(kind, aid, hold, "delay=%dms" % ms)
+                f.delay_s = ms / 1000.0
+            f.victims = [aid]
+
+            def heal(ps=ps):
+                for p in ps:
+                    p.passthrough()
+            f.heal_fn = heal
+        elif kind == "delete_contender":
+            try:
+                cs = self.observer.contenders(self.path)
+            except Exception as e:  # noqa: BLE001
+                cs = []
+                say("  (could not list contenders: %r)" % (e,))
+            if not cs:
+                f = Fault(kind, "-", 0.0, "no node to delete")
+            else:
+                name, data, _st = rng.choice(cs)
+                f = Fault(kind, "node", 0.0, "%s, owner %s%s" % (
+                    name.split("-")[0] + "..." + name[-10:], data,
+                    " (the leader)" if data == lead[0] else ""))
+                from kazoo.exceptions import NoNodeError
+                try:
+                    self.observer.zk.delete("%s/%s" % (self.path, name))
+                except NoNodeError:
+                    f.detail += ", already gone"
+                except Exception as e:  # noqa: BLE001 - ZooKeeper faulted
+                    f.detail += ", delete failed: %r" % (e,)
+        elif kind in ZK_KINDS:
+            srv = rng.choice(self.ens.servers)
+            zk_leader = self.ens.leader()
+            where = {}
+            for a_id, sid in self.sessions_by_agent().items():
+                s = self.ens.server_of_session(sid)
+                if s is not None:
+                    where[a_id] = s
+            is_leader = srv is zk_leader
+            f = Fault(kind, "zk%d" % srv.myid, 0.0, "%s; agents on it: %s" % (
+                "ZK leader" if is_leader else ("ZK follower" if zk_leader else "ZK mode ?"),
+                sorted(a_id for a_id, s in where.items() if s is srv)))
+            if kind == "zk_pause":
+                f.hold = rng.choice([rng.uniform(0.5, 2.0), rng.uniform(3.0, 7.0)])
+                srv.pause()
+                # Renewals pass through the ZooKeeper leader (sync): with it
+                # stopped no agent can renew; with a follower stopped, the
+                # agents connected to it cannot.
+                f.victims = [g.id for g in self.pool] if is_leader else \
+                    [a_id for a_id, s in where.items() if s is srv]
+
+                def heal(srv=srv):
+                    srv.resume()
+                    self.ens.wait_quorum(90, expect=3, what="zk%d back in the quorum"
+                                         % srv.myid)
+            else:
+                f.hold = rng.uniform(0.5, 5.0)
+                srv.kill()
+                # Its clients lose their connection at once and move to
+                # another server (the lease rule is not applied: renewals
+                # may succeed there within the lease).
+                f.affected = [g.id for g in self.pool] if is_leader else \
+                    [a_id for a_id, s in where.items() if s is srv]
+
+                def heal(srv=srv):
+                    srv.start()
+                    self.ens.wait_quorum(90, expect=3, what="zk%d back in the quorum"
+                                         % srv.myid)
+            f.heal_fn = heal
+        f.t_before = t_before
+        f.t_applied = time.monotonic()
+        f.leader_at_start = lead
+        f.round = rnd
+        self.counts[kind] += 1
+        self.faults.append(f)
+        lead_txt = "leader %s e=%#x" % lead if lead[0] else "no leader"
+        say("#%d %-19s %-6s hold=%5.2fs  %s%s" % (
+            rnd, kind, f.target, f.hold, lead_txt, ("; " + f.detail) if f.detail else ""))
+        self.journal.append((rnd, kind, f.target, f.hold, f.detail))
+        return f
+
+    def heal(self, f):
+        f.t_heal = time.monotonic()
+        if f.heal_fn is not None:
+            try:
+                f.heal_fn()
+            except AssertionError as e:
+                raise HarnessError("healing %s %s: %s" % (f.kind, f.target, e)) from None
+            say("   heal %-14s %-6s after %.2fs" % (f.kind, f.target, f.t_heal - f.t_applied))
+        f.done = True
+        self.record_cut(f)
+
+    def record_cut(self, f):
+        """A fault that kept an agent from renewing for its whole lease (2/3 T)
+        ends the term it held: from t_applied + lease on, answering
+        is_leader with a term older than the fault is stale."""
+        dur = f.t_heal - f.t_applied
+        for aid in f.victims:
+            lease = self.lease[aid]
+            label = "round %d %s %s (%.2fs)" % (f.round, f.kind, f.target, dur)
+            if f.kind in ("kill9_restart", "sigterm_restart"):
+                # A new process: no term of the old one may be answered.
+                self.cuts.append((aid, f.t_before, f.t_applied, label))
+                continue
+            if f.kind == "proxy_delay" and 2 * f.delay_s < lease + MARGIN:
+                continue        # only a round trip longer than the lease stops renewals
+            if dur >= lease + MARGIN:
+                self.cuts.append((aid, f.t_before, f.t_applied + lease + MARGIN, label))
+
+    def run_round(self, rnd):
+        picked = self.pick_round()
+        faults = []
+        try:
+            for kind, aid in picked:
+                faults.append(self.apply(kind, aid, rnd))
+            pending = sorted([f for f in faults if f.heal_fn is not None],
+                             key=lambda f: f.t_applied + f.hold)
+            for f in faults:
+                if f.heal_fn is None:
+                    f.t_heal = f.t_applied
+                    f.done = True
+            for f in pending:
+                wait = f.t_applied + f.hold - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)       # the fault's duration
+                self.heal(f)
+        finally:
+            for f in faults:
+                if not f.done and f.heal_fn is not None:
+                    try:
+                        self.heal(f)
+                    except BaseException:  # noqa: BLE001 - cleanup heals the rest
+                        pass
+        self.check_alive()
+        gap = self.rng.uniform(0.0, 2.0)
+        time.sleep(gap)                    # a quiet spell between faults
+        self.check_alive()
+
+    def checkpoint(self, what):
+        """Every agent up and healed: the election must settle."""
+        self.checkpoints += 1
+        try:
+            lead, ls, _ = settle(self.pool, timeout=60, what=what)
+            one_node_each(self.observer, self.path, self.pool, timeout=60)
+        except AssertionError as e:
+            raise Violation("the election did not settle (%s): %s" % (what, e)) from None
+        data, stat = self.observer.election_node(self.path)
+        if data != lead.id or stat.mzxid != ls["epoch"]:
+            # A new term may have begun in between: settle once more.
+            lead, ls, _ = settle(self.pool, timeout=60, what=what)
+            data, stat = self.observer.election_node(self.path)
+            if data != lead.id or stat.mzxid != ls["epoch"]:
+                raise Violation("settled on %s epoch %#x, but the election node names %r "
+                                "with mzxid %#x" % (lead.id, ls["epoch"], data, stat.mzxid))
+        say("checkpoint %d: %s leads, epoch %#x, one node per agent" % (
+            self.checkpoints, lead.id, ls["epoch"]))
+        return lead, ls
+
+    def chaos(self):
+        end = time.monotonic() + self.args.minutes * 60
+        rnd = 0
+        while time.monotonic() < end:
+            rnd += 1
+            self.run_round(rnd)
+            if self.args.checkpoint_every and rnd % self.args.checkpoint_every == 0 \
+                    and time.monotonic() < end:
+                self.checkpoint("checkpoint after round %d" % rnd)
+        return rnd
+
+    # -- the end -------------------------------------------------------------
+    def heal_all(self):
+        for ps in self.proxies.values():
+            for p in ps:
+                try:
+                    p.passthrough()
+                except Exception:  # noqa: BLE001
+                    pass
+        if self.ens is not None:
+            self.ens.ensure_healthy(120)
+        for g in self.pool:
+            if g.paused and g.running():
+                g.resume()
+            if not g.running():
+                self.start_agent(g)
+
+    def verify(self, rounds):
+        """The whole-run invariants; returns the summary figures."""
+        samples = list(self.recorder.samples)
+        leaders = [s for s in samples if s.is_leader]
+        v = zkharness.check_single_leader(leaders)
+        for x in v:
+            self.problems.append("single leader / epochs: " + x)
+
+        # Every epoch is a claim's mzxid (the checker, else the txn logs).
+        with self.checker._lock:
+            claims = dict(self.checker.claims)
+        pairs = sorted({(s.agent, s.epoch) for s in leaders
+                        if isinstance(s.epoch, int)}, key=lambda t: t[1])
+        missing = [(a, e) for a, e in pairs if claims.get(e) != a]
+        from_log = 0
+        logs = []
+        if self.ens is not None:
+            for s in self.ens.servers:
+                logs += glob.glob(os.path.join(s.data, "version-2", "log.*"))
+        else:
+            logs = glob.glob(os.path.join(self.zk.dir, "data", "version-2", "log.*"))
+        tl = txnlog_claims(logs, self.path)
+        for a, e in missing:
+            if tl.get(e) == a:
+                from_log += 1
+            else:
+                self.problems.append(
+                    "%s led with epoch %#x, but no claim with that mzxid names it "
+                    "(ZKChecker saw %r, txn log has %r)" % (a, e, claims.get(e), tl.get(e)))
+        if self.checker.written:
+            self.problems.append("contender nodes written after creation (version > 0): %s"
+                                 % sorted(self.checker.written))
+        if self.checker.polls < 3:
+            self.problems.append("the ZooKeeper checker barely ran (%d polls)"
+                                 % self.checker.polls)
+
+        # Stale answers.
+        first_seen = {}
+        for s in sorted(leaders, key=lambda s: s.t_end):
+            first_seen.setdefault(s.epoch, s.t_end)
+        by_agent = collections.defaultdict(list)
+        for s in leaders:
+            by_agent[s.agent].append(s)
+        stale = []
+        for aid, t_from, t_check, label in self.cuts:
+            for s in by_agent.get(aid, []):
+                if s.t_start > t_check and first_seen.get(s.epoch, 1e18) < t_from:
+                    stale.append("%s answered is_leader with epoch %#x (a term from before "
+                                 "%s) %.3fs after the fault began: %r"
+                                 % (aid, s.epoch, label, s.t_start - t_from, s))
+        for aid, t_req, t_resp, label in self.resigns:
+            for s in by_agent.get(aid, []):
+                if s.t_start > t_resp and first_seen.get(s.epoch, 1e18) < t_req:
+                    stale.append("%s answered is_leader with epoch %#x after its resign "
+                                 "(%s) returned: %r" % (aid, s.epoch, label, s))
+        for x in stale[:20]:
+            self.problems.append("stale answer: " + x)
+        if len(stale) > 20:
+            self.problems.append("... and %d more stale answers" % (len(stale) - 20))
+
+        # Figures: terms, leader changes, takeover times.
+        terms = sorted(first_seen.items(), key=lambda t: t[1])
+        owner = {s.epoch: s.agent for s in leaders}
+        changes = sum(1 for (e1, _), (e2, _) in zip(terms, terms[1:])
+                      if owner[e1] != owner[e2])
+        takeovers = []
+        last_seen = {}
+        for s in leaders:
+            last_seen[s.epoch] = max(last_seen.get(s.epoch, 0.0), s.t_end)
+        ends = sorted((s.t_end, s.epoch) for s in leaders)
+        keys = [t for t, _ in ends]
+        for f in self.faults:
+            lead, e0 = f.leader_at_start
+            if lead is None:
+                continue
+            hit = lead in (f.affected if f.affected is not None else f.victims) or (f.kind.startswith("resign") and f.target == lead) \
+                or (f.kind == "delete_contender" and "(the leader)" in f.detail)
+            # Only faults that ended the leader's term (it did not answer
+            # is_leader with that epoch after the heal).
+            if not hit or last_seen.get(e0, 0.0) > f.t_heal + 0.5:
+                continue
+            i = bisect.bisect_left(keys, f.t_before)
+            t_new = next((t for t, e in ends[i:] if e > e0), None)
+            if t_new is not None:
+                takeovers.append((t_new - f.t_before, "round %d %s %s" % (
+                    f.round, f.kind, f.target)))
+        gaps = [b - a for a, b in zip(keys, keys[1:])]
+        return {
+            "rounds": rounds,
+            "samples": len(samples),
+            "leader_samples": len(leaders),
+            "terms": len(terms),
+            "leader_changes": changes,
+            "claims_seen_by_checker": len(claims),
+            "claims_in_txn_log": len(tl),
+            "epochs_verified_from_txn_log": from_log,
+            "checker_polls": self.checker.polls,
+            "stale_answers": len(stale),
+            "lease_cuts_checked": len(self.cuts),
+            "resigns_checked": len(self.resigns),
+            "takeovers": takeovers,
+            "max_leaderless_gap_s": max(gaps) if gaps else float("nan"),
+            "violations_single_leader": len(v),
+        }
+
+    def dump_logs(self):
+        print("\n---- agent logs (tails) ----")
+        for g in self.pool:
+            print("==== %s (%s) ====" % (g.id, g.log_path))
+            print(g.log_text(6000))
+        print("---- kept: agents %s, ZooKeeper %s ----" % (
+            self.aset.dir if self.aset else None,
+            self.ens.dir if self.ens else (self.zk.dir if self.zk else None)))
+
+    def cleanup(self):
+        for step in (lambda: self.recorder and self.recorder.stop(),
+                     lambda: self.checker and self.checker.stop(),
+                     lambda: self.aset and self.aset.cleanup(),
+                     lambda: [p.close() for ps in self.proxies.values() for p in ps],
+                     lambda: self.observer and self.observer.close(),
+                     lambda: self.ens and self.ens.cleanup(),
+                     lambda: self.zk and self.zk.cleanup()):
+            try:
+                step()
+            except BaseException:  # noqa: BLE001 - reach every process
+                pass
+
+
+def summary_lines(c, fig, t_settle, t_empty):
+    out = ["summary (seed %d, %s, %d agents, %.1f min):" % (
+        c.args.seed, "3-server ensemble" if c.args.ensemble else "standalone ZooKeeper",
+        c.args.agents, c.args.minutes)]
+    out.append("  rounds: %d, faults: %d, checkpoints settled: %d" % (
+        fig["rounds"], sum(c.counts.values()), c.checkpoints))
+    out.append("  actions: " + ", ".join("%s=%d" % kv for kv in sorted(c.counts.items())))
+    out.append("  samples taken: %d (is_leader true: %d), checker polls: %d" % (
+        fig["samples"], fig["leader_samples"], fig["checker_polls"]))
+    out.append("  terms (epochs answered): %d, leader changes: %d, claims seen by checker: "
+               "%d, claims committed (txn log): %d, epochs verified only from txn log: %d"
+               % (fig["terms"], fig["leader_changes"], fig["claims_seen_by_checker"],
+                  fig["claims_in_txn_log"], fig["epochs_verified_from_txn_log"]))
+    out.append("  stale answers: %d (lease cuts checked: %d, resigns checked: %d)" % (
+        fig["stale_answers"], fig["lease_cuts_checked"], fig["resigns_checked"]))
+    tk = sorted(fig["takeovers"])
+    if tk:
+        out.append("  takeover (fault that ended the leader's term -> first is_leader "
+                   "with a higher epoch): n=%d, median %.2fs, max %.2fs (%s)" % (
+                       len(tk), tk[len(tk) // 2][0], tk[-1][0], tk[-1][1]))
+    out.append("  max leaderless gap: %.2fs; final settle %.2fs; path empty %.2fs after "
+               "the last SIGTERM" % (fig["max_leaderless_gap_s"], t_settle, t_empty))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--agents", type=int, default=4)
+    ap.add_argument("--ensemble", action="store_true",
+                    help="a 3-server ensemble (and ZooKeeper server faults)")
+    ap.add_argument("--overlap", type=float, default=0.3,
+                    help="probability that a round injects two faults at once (0.3)")
+    ap.add_argument("--checkpoint-every", type=int, default=6,
+                    help="settle check every N rounds (6; 0: only at the end)")
+    ap.add_argument("--keep", action="store_true", help="keep temp dirs even on success")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 10 ** 6)
+    if args.agents < 2:
+        ap.error("--agents must be at least 2")
+    if args.keep:
+        os.environ["ZKELECT_TEST_KEEP"] = "1"
+
+    def on_signal(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGALRM, on_signal)
+    # Everything is bounded: setup, the run, settling, stopping.
+    budget = int(args.minutes * 60 + 600)
+    signal.alarm(budget)
+
+    repro = "/usr/bin/python3 tests/chaos/chaos.py --minutes %g --seed %d --agents %d%s" % (
+        args.minutes, args.seed, args.agents, " --ensemble" if args.ensemble else "")
+    say("zkelect chaos: seed %d (reproduce: %s); agent binary %s"
+        % (args.seed, repro, os.environ["ZKELECTD"]))
+    c = Chaos(args)
+    rc = 0
+    try:
+        try:
+            c.start()
+        except (AssertionError, RuntimeError, OSError) as e:
+            raise HarnessError("setup failed: %s" % e) from None
+        rounds = 0
+        fatal = None
+        try:
+            rounds = c.chaos()
+            say("chaos over after %d rounds: healing everything" % rounds)
+            c.heal_all()
+            t0 = time.monotonic()
+            c.checkpoint("the final settle")
+            t_settle = time.monotonic() - t0
+        except Violation as e:
+            fatal = str(e)
+            t_settle = float("nan")
+        c.recorder.stop()
+        c.checker.stop()
+        fig = c.verify(rounds or len({f.round for f in c.faults}))
+        if fatal:
+            c.problems.insert(0, fatal)
+        t_empty = float("nan")
+        if not fatal:
+            try:
+                t_empty = finish(c.aset, c.observer, c.path, timeout=60)
+            except AssertionError as e:
+                c.problems.append("at the end: %s" % e)
+        for line in summary_lines(c, fig, t_settle, t_empty):
+            say(line)
+        if c.problems:
+            rc = 1
+            os.environ["ZKELECT_TEST_KEEP"] = "1"
+            say("INVARIANT VIOLATED (seed %d; reproduce: %s):" % (args.seed, repro))
+            for p in c.problems:
+                print("  - " + p)
+            c.dump_logs()
+        else:
+            say("OK: every invariant held (seed %d)" % args.seed)
+    except HarnessError as e:
+        rc = 2
+        os.environ["ZKELECT_TEST_KEEP"] = "1"
+        say("HARNESS ERROR (seed %d): %s" % (args.seed, e))
+        traceback.print_exc()
+        c.dump_logs()
+    except (KeyboardInterrupt, Interrupted) as e:
+        rc = 130
+        say("interrupted (%s); seed %d; stopping everything" % (
+            type(e).__name__ if isinstance(e, KeyboardInterrupt) else e, args.seed))
+    except Exception:  # noqa: BLE001
+        rc = 2
+        os.environ["ZKELECT_TEST_KEEP"] = "1"
+        say("HARNESS ERROR (seed %d): unexpected exception" % args.seed)
+        traceback.print_exc()
+        c.dump_logs()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        c.cleanup()
+        shutil.rmtree(_BIN_DIR, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
