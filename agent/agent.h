@@ -34,9 +34,6 @@ struct agent_stats {
 	uint64_t	 transitions;		/* role changes */
 	struct agent_transition_count by_reason[AGENT_REASONS_MAX];
 	uint64_t	 role_since;		/* ms, when the role last changed */
-	uint64_t	 renewals;		/* acknowledged renewals, and */
-	uint64_t	 renewal_ms_total;	/* their round trips summed */
-	uint64_t	 renewal_ms_max;
 	uint64_t	 api_requests;
 	uint64_t	 api_rejected;		/* connections over the cap */
 };

@@ -20,7 +20,7 @@
 #define BACKOFF_MAX_MS	5000
 #define LATCH_TAG	"latch-"
 
-static void	election_rejoin(struct election *, uint64_t, struct election_actions *);
+static void	election_rejoin(struct election *, struct election_actions *);
 static void	election_create(struct election *, struct election_actions *);
 static void	election_lose(struct election *, enum election_role, const char *,
 		    struct election_actions *);
@@ -256,7 +256,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		if (e->phase == PHASE_DELETING)
 			e->phase = PHASE_HOLDING;
 		else
-			election_rejoin(e, ev->now, out);
+			election_rejoin(e, out);
 		return;
 	case SESSION_EXPIRED:
 		/* Rule 8: nothing of the old session survives. */
@@ -311,9 +311,8 @@ election_on_session(struct election *e, const struct election_event *ev,
 
 /* Joins (create), or re-evaluates our place (list). */
 static void
-election_rejoin(struct election *e, uint64_t now, struct election_actions *out)
+election_rejoin(struct election *e, struct election_actions *out)
 {
-	(void)now;
 	if (e->session != SESSION_CONNECTED)
 		return;
 	if (!e->candidate) {
@@ -737,6 +736,9 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	e->renew_inflight = false;
 	if (ev->rc == ZOK && ev->owner == e->session_id) {
 		e->renewals++;
+		e->renewal_ms_total += ev->now - ev->sent;
+		if (ev->now - ev->sent > e->renewal_ms_max)
+			e->renewal_ms_max = ev->now - ev->sent;
 		deadline = ev->sent + election_lease_len(e);
 		if (deadline > e->lease_deadline)
 			e->lease_deadline = deadline;
@@ -876,7 +878,7 @@ election_on_lowest_changed(struct election *e, const struct election_event *ev,
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */
 static void
-election_release(struct election *e, uint64_t now, const char *reason,
+election_release(struct election *e, const char *reason,
     struct election_actions *out)
 {
 	bool leading = e->role == ELECTION_LEADER;
@@ -902,7 +904,6 @@ election_release(struct election *e, uint64_t now, const char *reason,
 		e->phase = PHASE_DELETING;	/* once reconnected */
 	} else
 		e->phase = PHASE_HOLDING;	/* a lost create is found by uuid */
-	(void)now;
 }
 
 static void
@@ -965,7 +966,7 @@ election_on_tick(struct election *e, const struct election_event *ev,
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until) {
 		e->phase = PHASE_IDLE;
-		election_rejoin(e, now, out);
+		election_rejoin(e, out);
 		return;
 	}
 	if (e->retry_at != 0 && now >= e->retry_at) {
@@ -978,7 +979,7 @@ election_on_tick(struct election *e, const struct election_event *ev,
 		if (e->phase == PHASE_DELETING && e->session == SESSION_CONNECTED)
 			election_push(out, ACT_DELETE, e->node);
 		else if (e->phase == PHASE_IDLE)
-			election_rejoin(e, now, out);
+			election_rejoin(e, out);
 	}
 }
 
@@ -1076,7 +1077,7 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
 		    e->phase == PHASE_HOLDING)
 			break;
-		election_release(e, ev->now, "resigned", out);
+		election_release(e, "resigned", out);
 		break;
 	case EV_STOP:
 		if (e->stopping)
@@ -1087,7 +1088,7 @@ election_dispatch(struct election *e, const struct election_event *ev,
 			election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
 			break;
 		}
-		election_release(e, ev->now, "stopping", out);
+		election_release(e, "stopping", out);
 		break;
 	case EV_NOTIFIED:
 		if (e->phase != PHASE_RELEASING)

@@ -166,7 +166,9 @@ struct election {
 	uint64_t	 lease_deadline;	/* ms; meaningful while leading */
 	uint64_t	 next_renew;
 	bool		 renew_inflight;
-	uint64_t	 renewals;
+	uint64_t	 renewals;		/* acknowledged, and their */
+	uint64_t	 renewal_ms_total;	/* round trips summed, */
+	uint64_t	 renewal_ms_max;	/* and the slowest */
 
 	/* the claim others made, as followers see it */
 	bool		 claim_watch_armed;	/* a read of the election node asked */
@@ -185,7 +187,6 @@ struct election {
 	uint64_t	 backoff_ms;
 	uint64_t	 hold_until;
 	bool		 stopping;
-	bool		 resign_pending;
 
 	/* reporting */
 	uint64_t	 index;

@@ -97,8 +97,8 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "zkelect_renewal_seconds_sum %.3f\nzkelect_renewal_seconds_count %" PRIu64 "\n"
 	    "# HELP zkelect_renewal_max_seconds Slowest acknowledged renewal.\n"
 	    "# TYPE zkelect_renewal_max_seconds gauge\nzkelect_renewal_max_seconds %.3f\n",
-	    (double)agent->stats.renewal_ms_total / 1000.0, agent->stats.renewals,
-	    (double)agent->stats.renewal_ms_max / 1000.0);
+	    (double)e->renewal_ms_total / 1000.0, e->renewals,
+	    (double)e->renewal_ms_max / 1000.0);
 	ns = notify_get_stats(agent->notify);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_hook_runs_total Hooks that ran to an end (any exit).\n"

@@ -86,8 +86,7 @@ struct zk {
 	struct event	*ev_reopen;
 	pthread_mutex_t	 lock;
 	struct zk_msg	*head, **tail;
-	uint64_t	 connected_at;
-	uint64_t	 disconnected_at;
+	bool		 disconnected;	/* an outage is under way (log it once) */
 	bool		 ever_connected;
 };
 
@@ -307,7 +306,6 @@ zk_session_of(int state)
 static void
 zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 {
-	uint64_t now = clock_now_ms();
 
 	switch (s) {
 	case SESSION_CONNECTED:
@@ -315,8 +313,7 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 		    ", timeout %d ms%s", (uint64_t)m->session_id, m->timeout_ms,
 		    zk->ever_connected ? " (reconnected)" : "");
 		zk->ever_connected = true;
-		zk->connected_at = now;
-		zk->disconnected_at = 0;
+		zk->disconnected = false;
 		break;
 	case SESSION_EXPIRED:
 		log_warnx("zookeeper: session expired; opening a new one");
@@ -328,8 +325,8 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 		log_warnx("zookeeper: connected to a read-only server; not leading");
 		break;
 	default:
-		if (zk->disconnected_at == 0) {
-			zk->disconnected_at = now;
+		if (!zk->disconnected) {
+			zk->disconnected = true;
 			log_warnx("zookeeper: connection lost; reconnecting to %s",
 			    zk->agent->conf->zk_servers);
 		}
@@ -375,17 +372,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_PRED_WATCH:	ev.type = EV_PRED_CHANGED; break;
 	case ZK_OWNER:		ev.type = EV_OWNER; break;
 	case ZK_CLAIM:		ev.type = EV_CLAIMED; break;
-	case ZK_RENEW:
-		ev.type = EV_RENEWED;
-		if (m->rc == ZOK && m->gen == zk->agent->election.gen) {
-			struct agent_stats *st = &zk->agent->stats;
-			uint64_t rtt = ev.now - m->sent;
-			st->renewals++;
-			st->renewal_ms_total += rtt;
-			if (rtt > st->renewal_ms_max)
-				st->renewal_ms_max = rtt;
-		}
-		break;
+	case ZK_RENEW:		ev.type = EV_RENEWED; break;
 	case ZK_CLAIM_DATA:	ev.type = EV_CLAIM_DATA; break;
 	case ZK_CLAIM_WATCH:	ev.type = EV_CLAIM_CHANGED; break;
 	case ZK_LOWEST_DATA:	ev.type = EV_LOWEST_DATA; break;
@@ -721,7 +708,6 @@ zk_open(struct agent *agent)
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
-	zk->disconnected_at = clock_now_ms();
 	zk_handle_open(zk);
 	return zk;
 }

@@ -53,29 +53,8 @@ class BenchAgent(Agent):
     which would make every API request cost a log line) and may add a
     loopback TCP listener."""
 
-    def __init__(self, workdir, zk_hostport, path, agent_id, log_level="info",
-                 listen=None, **kw):
-        self.log_level = log_level
-        self.listen = listen
-        super().__init__(workdir, zk_hostport, path, agent_id, **kw)
-
-    def write_config(self):
-        with open(self.config, "w") as f:
-            f.write("zookeeper:\n")
-            f.write("  servers: \"%s\"\n" % self.zk_hostport)
-            f.write("  session_timeout: %s\n" % self.session_timeout)
-            f.write("election:\n")
-            f.write("  path: %s\n" % self.path)
-            f.write("  id: %s\n" % self.id)
-            if not self.candidate:
-                f.write("  candidate: false\n")
-            f.write("api:\n")
-            f.write("  socket: %s\n" % self.socket)
-            if self.listen:
-                f.write("  listen: %s\n" % self.listen)
-            f.write("log:\n")
-            f.write("  level: %s\n" % self.log_level)
-            f.write(self.extra_yaml)
+    def __init__(self, workdir, zk_hostport, path, agent_id, log_level="info", **kw):
+        super().__init__(workdir, zk_hostport, path, agent_id, log_level=log_level, **kw)
 
 
 class BenchAgentSet(AgentSet):

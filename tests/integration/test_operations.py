@@ -128,7 +128,6 @@ def test_reload_on_sighup(agents, tmp_path):
     hook.chmod(0o755)
     a = agents.new("a1")
     a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
-    a.log_level = None
     # 1. A good new config: hooks added, log level raised to warn.
     a.extra_yaml = ("notify:\n  on_leader: [\"%s\", \"lead\"]\n"
                     "  on_follower: [\"%s\", \"follow\"]\n" % (hook, hook))

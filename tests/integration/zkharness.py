@@ -228,7 +228,7 @@ class Agent:
     """One zkelectd process with its own config, socket and log file."""
 
     def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
-                 candidate=True, extra_yaml=""):
+                 candidate=True, extra_yaml="", log_level="debug", listen=None):
         self.id = agent_id
         self.path = path
         self.zk_hostport = zk_hostport
@@ -239,6 +239,8 @@ class Agent:
         self.session_timeout = session_timeout
         self.candidate = candidate
         self.extra_yaml = extra_yaml
+        self.log_level = log_level
+        self.listen = listen          # optional loopback TCP listener
         self.proc = None
         self.paused = False
         self.starts = 0
@@ -257,8 +259,10 @@ class Agent:
                 f.write("  candidate: false\n")
             f.write("api:\n")
             f.write("  socket: %s\n" % self.socket)
+            if self.listen:
+                f.write("  listen: %s\n" % self.listen)
             f.write("log:\n")
-            f.write("  level: debug\n")
+            f.write("  level: %s\n" % self.log_level)
             f.write(self.extra_yaml)
 
     def start(self, wait_ready=True):
