@@ -60,6 +60,8 @@ enum kind {
 	K_MODE,
 	K_LEVEL,
 	K_FORMAT,
+	K_DISCONNECT,
+	K_FAILURE,
 };
 
 struct key;
@@ -81,6 +83,7 @@ static void check_path(struct loader *, const char *, const yaml_mark_t *, const
 static void check_id(struct loader *, const char *, const yaml_mark_t *, const char *);
 static void check_socket(struct loader *, const char *, const yaml_mark_t *, const char *);
 static void check_listen(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_value(struct loader *, const char *, const yaml_mark_t *, const char *);
 
 #define F(field)	offsetof(struct config, field)
 
@@ -102,6 +105,8 @@ static const struct key election_keys[] = {
 	{ "path", K_STRING, F(election_path), true, check_path, NULL, 0, 0 },
 	{ "id", K_STRING, F(election_id), false, check_id, NULL, 0, 0 },
 	{ "candidate", K_BOOL, F(election_candidate), false, NULL, NULL, 0, 0 },
+	{ "disconnect", K_DISCONNECT, F(election_step_down), false, NULL, NULL, 0, 0 },
+	{ "value", K_STRING, F(election_value), false, check_value, NULL, 0, 0 },
 	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
 };
 
@@ -122,6 +127,8 @@ static const struct key notify_keys[] = {
 	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0 },
 	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0 },
 	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0 },
+	{ "on_leader_change", K_ARGV, F(notify_on_leader_change), false, NULL, NULL, 0, 0 },
+	{ "on_leader_failure", K_FAILURE, F(notify_resign_on_failure), false, NULL, NULL, 0, 0 },
 	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
 };
 
@@ -289,6 +296,13 @@ check_path(struct loader *ld, const char *what, const yaml_mark_t *mark,
 		return;
 	}
 	n = strlen(s);
+	if (n + 1 + CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX) {
+		conf_error(ld, mark, "%s: longer than %d bytes (the contender "
+		    "nodes under it would not fit in a %d-byte path)", what,
+		    CONFIG_ZK_PATH_MAX - 2 - CONFIG_NODE_NAME_LEN,
+		    CONFIG_ZK_PATH_MAX);
+		return;
+	}
 	if (s[n - 1] == '/') {
 		conf_error(ld, mark, "%s: must not end with '/'", what);
 		return;
@@ -321,6 +335,19 @@ check_id(struct loader *ld, const char *what, const yaml_mark_t *mark,
 {
 	if (strlen(s) > ID_MAX)
 		conf_error(ld, mark, "%s: longer than %d bytes", what, ID_MAX);
+	else if (has_control(s))
+		conf_error(ld, mark, "%s: must not contain control characters",
+		    what);
+}
+
+/* Any UTF-8 text without control characters (it travels in the claim). */
+static void
+check_value(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	if (strlen(s) > CONFIG_VALUE_MAX)
+		conf_error(ld, mark, "%s: longer than %d bytes", what,
+		    CONFIG_VALUE_MAX);
 	else if (has_control(s))
 		conf_error(ld, mark, "%s: must not contain control characters",
 		    what);
@@ -625,6 +652,26 @@ load_value(struct loader *ld, const struct key *k, const char *what,
 			    "'%s' (use text or json)", what,
 			    show(buf, sizeof(buf), s));
 		break;
+	case K_DISCONNECT:
+		if (strcmp(s, "hold_lease") == 0)
+			ld->conf->election_step_down = false;
+		else if (strcmp(s, "step_down") == 0)
+			ld->conf->election_step_down = true;
+		else
+			conf_error(ld, &node->start_mark, "%s: invalid value "
+			    "'%s' (use hold_lease or step_down)", what,
+			    show(buf, sizeof(buf), s));
+		break;
+	case K_FAILURE:
+		if (strcmp(s, "keep") == 0)
+			ld->conf->notify_resign_on_failure = false;
+		else if (strcmp(s, "resign") == 0)
+			ld->conf->notify_resign_on_failure = true;
+		else
+			conf_error(ld, &node->start_mark, "%s: invalid value "
+			    "'%s' (use keep or resign)", what,
+			    show(buf, sizeof(buf), s));
+		break;
 	case K_SECTION:
 	case K_ARGV:
 		break;
@@ -923,12 +970,14 @@ config_free(struct config *conf)
 	free(conf->zk_auth_credentials);
 	free(conf->election_path);
 	free(conf->election_id);
+	free(conf->election_value);
 	free(conf->api_socket);
 	free(conf->api_listen);
 	argv_free(conf->notify_on_leader);
 	argv_free(conf->notify_on_follower);
 	free(conf->notify_pidfile);
 	argv_free(conf->notify_run);
+	argv_free(conf->notify_on_leader_change);
 	free(conf);
 }
 

@@ -8,6 +8,14 @@
 
 #include "log.h"
 
+/*
+ * ZooKeeper paths the agent builds (election path + "/" + contender name)
+ * must fit this many bytes with their NUL; config refuses longer paths.
+ */
+#define CONFIG_ZK_PATH_MAX	1024
+#define CONFIG_NODE_NAME_LEN	56	/* "_c_" uuid(36) "-latch-" 10 digits */
+#define CONFIG_VALUE_MAX	1024	/* election.value, bytes */
+
 /* A NULL-terminated argv list from the config; NULL when the key is absent. */
 typedef char **config_argv;
 
@@ -24,6 +32,8 @@ struct config {
 	char		*election_path;		/* required, absolute, no trailing '/' */
 	char		*election_id;		/* default hostname:pid */
 	bool		 election_candidate;	/* default true */
+	bool		 election_step_down;	/* disconnect: step_down (default hold_lease) */
+	char		*election_value;	/* published with leadership; NULL = none */
 
 	/* api: */
 	char		*api_socket;		/* default /run/zkelect/zkelect.sock */
@@ -39,6 +49,8 @@ struct config {
 	int		 notify_leader_signal;	/* 0 = none */
 	int		 notify_follower_signal;
 	config_argv	 notify_run;
+	config_argv	 notify_on_leader_change; /* followers: the leader changed */
+	bool		 notify_resign_on_failure; /* on_leader_failure: resign (default keep) */
 
 	/* log: */
 	enum log_level	 log_level;		/* default info */

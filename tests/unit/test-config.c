@@ -128,6 +128,7 @@ START_TEST(test_good_full)
 	static const char *const on_follower[] = { "/usr/local/bin/demote", NULL };
 	static const char *const run[] = { "/usr/bin/orders-scheduler", "--port",
 	    "8080", NULL };
+	static const char *const change[] = { "/usr/local/bin/repoint", NULL };
 	struct config *conf = load_good("full.yaml");
 
 	ck_assert_str_eq(conf->zk_servers,
@@ -138,6 +139,8 @@ START_TEST(test_good_full)
 	ck_assert_str_eq(conf->election_path, "/zkelect/orders");
 	ck_assert_str_eq(conf->election_id, "orders-1");
 	ck_assert(!conf->election_candidate);
+	ck_assert(conf->election_step_down);
+	ck_assert_str_eq(conf->election_value, "10.0.0.5:8080 \u00fcnicode");
 	ck_assert_str_eq(conf->api_socket, "/run/zkelect/orders.sock");
 	ck_assert_uint_eq(conf->api_socket_mode, 0600);
 	ck_assert_str_eq(conf->api_listen, "127.0.0.1:8471");
@@ -145,6 +148,8 @@ START_TEST(test_good_full)
 	assert_argv(conf->notify_on_leader, on_leader);
 	assert_argv(conf->notify_on_follower, on_follower);
 	assert_argv(conf->notify_run, run);
+	assert_argv(conf->notify_on_leader_change, change);
+	ck_assert(conf->notify_resign_on_failure);
 	ck_assert_uint_eq(conf->notify_hook_timeout_ms, 1500);
 	ck_assert_str_eq(conf->notify_pidfile, "/run/orders.pid");
 	ck_assert_int_eq(conf->notify_leader_signal, SIGUSR1);
@@ -166,6 +171,8 @@ START_TEST(test_good_defaults)
 	ck_assert_ptr_null(conf->zk_auth_credentials);
 	ck_assert_str_eq(conf->election_path, "/svc");
 	ck_assert(conf->election_candidate);
+	ck_assert(!conf->election_step_down);
+	ck_assert_ptr_null(conf->election_value);
 	ck_assert_str_eq(conf->api_socket, "/run/zkelect/zkelect.sock");
 	ck_assert_uint_eq(conf->api_socket_mode, 0660);
 	ck_assert_ptr_null(conf->api_listen);
@@ -173,6 +180,8 @@ START_TEST(test_good_defaults)
 	ck_assert_ptr_null(conf->notify_on_leader);
 	ck_assert_ptr_null(conf->notify_on_follower);
 	ck_assert_ptr_null(conf->notify_run);
+	ck_assert_ptr_null(conf->notify_on_leader_change);
+	ck_assert(!conf->notify_resign_on_failure);
 	ck_assert_uint_eq(conf->notify_hook_timeout_ms, 10000);
 	ck_assert_ptr_null(conf->notify_pidfile);
 	ck_assert_int_eq(conf->notify_leader_signal, 0);
