@@ -26,3 +26,12 @@ clock_set_source(uint64_t (*source)(void))
 {
 	clock_source = source != NULL ? source : clock_boottime_ms;
 }
+
+uint64_t
+clock_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}

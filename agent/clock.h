@@ -13,4 +13,8 @@
 uint64_t clock_now_ms(void);
 void clock_set_source(uint64_t (*source)(void));
 
+/* Microseconds on CLOCK_BOOTTIME, not injectable: for logs that several
+ * agents on one machine are compared by. */
+uint64_t clock_now_us(void);
+
 #endif

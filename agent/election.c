@@ -2,10 +2,13 @@
 /*
  * The election state machine. It decides, from what ZooKeeper told the
  * driver, what to ask of ZooKeeper next and what this agent may report.
- * It keeps one promise above all: the role is "leader" only after a claim
- * write proved, through the quorum, that our node was the lowest, and only
- * while the lease taken from the last acknowledged round trip lasts.
- * Everything here is deterministic; the unit tests drive it with tables.
+ * It keeps one promise above all: the role is "leader" only after a write
+ * through the quorum named this agent while its node was the lowest (its own
+ * claim, or its predecessor's release), and only while the session lease
+ * lasts: the time our session is known to outlive, derived below from the
+ * way the ZooKeeper leader expires sessions. Everything here is
+ * deterministic; the unit tests drive it with tables, the simulator with
+ * a model of ZooKeeper.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	5000
+#define HOLD_MAX_MS	((uint64_t)24 * 3600 * 1000)
 #define LATCH_TAG	"latch-"
 
 static void	election_rejoin(struct election *, struct election_actions *);
@@ -25,7 +29,8 @@ static void	election_create(struct election *, struct election_actions *);
 static void	election_lose(struct election *, enum election_role, const char *,
 		    struct election_actions *);
 static void	election_set_ahead(struct election *, char *const *, int);
-static void	election_next_lowest(struct election *, struct election_actions *);
+static void	election_takeover(struct election *, struct election_actions *);
+static void	election_let_go(struct election *, struct election_actions *);
 
 const char *
 election_role_name(enum election_role role)
@@ -56,8 +61,8 @@ election_phase_name(enum election_phase p)
 {
 	static const char *const names[] = {
 		"idle", "parent", "creating", "listing", "adopting",
-		"watching", "claiming", "leading", "releasing", "deleting",
-		"holding", "observing", "stopped",
+		"watching", "takeover", "claiming", "leading", "releasing",
+		"deleting", "holding", "observing", "stopped",
 	};
 	return names[p];
 }
@@ -67,9 +72,8 @@ election_action_name(enum election_action_type t)
 {
 	static const char *const names[] = {
 		"create_parent", "create", "list", "watch_children",
-		"watch_pred", "get_owner",
-		"claim", "renew", "watch_claim", "watch_lowest", "watch_self",
-		"delete",
+		"watch_pred", "get_owner", "claim", "renew", "watch_claim",
+		"watch_self", "read_successor", "release", "kick",
 		"new_session", "notify", "exit",
 	};
 	return names[t];
@@ -94,9 +98,75 @@ election_node_seq(const char *name)
 	return seq;
 }
 
+/* --- The session lease (rule 2). --- */
+
+/*
+ * Only the ZooKeeper leader expires sessions. It sets a session's expiry to
+ * (its clock when it processes a touch) + T, rounded up to a tick. A client
+ * of a follower F is touched only when F reports the requests it received,
+ * which it does every tickTime/2; the touches F took since its last report
+ * are lost if F stops. So if F stops right after relaying our renewal sent
+ * at s, the last touch the leader processed is for a request we sent at
+ * least tickTime/2 before F's last report. We assume tickTime/2 <= T/6
+ * (tickTime <= T/3), and call q the latest request we sent at or before
+ * s - T/6 on this connection: the session then lives at least until q + T.
+ * The lease ends T/6 before that, and never later than s + 2T/3; the T/6
+ * covers differences in clock rate, our loop's delays and the round-up.
+ * Renewing every T/6 keeps q = the previous renewal, so the lease is the
+ * full s + 2T/3. The ring below keeps the send times of this connection's
+ * requests; a request sent on an earlier connection counts for nothing
+ * (its server may be the one that stopped).
+ */
+static bool
+election_is_request(enum election_action_type t)
+{
+	return t != ACT_KICK && t != ACT_NEW_SESSION && t != ACT_NOTIFY &&
+	    t != ACT_EXIT;
+}
+
+static void
+election_note_sent(struct election *e)
+{
+	if (e->nsent > 0 && e->sent[e->nsent - 1] == e->now)
+		return;
+	if (e->nsent == ELECTION_SENT_RING) {
+		memmove(&e->sent[0], &e->sent[1],
+		    (ELECTION_SENT_RING - 1) * sizeof(e->sent[0]));
+		e->nsent--;
+	}
+	e->sent[e->nsent++] = e->now;
+}
+
+/* The lease a round trip sent at s earns, or 0 if it earns none. */
+static uint64_t
+election_lease_until(const struct election *e, uint64_t s)
+{
+	uint64_t t = (uint64_t)e->timeout_ms, report = t / 6, margin = t / 6;
+	uint64_t until, cap = s + t * 2 / 3;
+	int i;
+
+	if (e->lease_naive)
+		return cap;
+	for (i = e->nsent - 1; i >= 0; i--)
+		if (e->sent[i] + report <= s)
+			break;
+	if (i < 0)
+		return 0;
+	until = e->sent[i] + t - margin;
+	return until < cap ? until : cap;
+}
+
+static uint64_t
+election_renew_every(const struct election *e)
+{
+	return (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+}
+
+/* --- Actions. --- */
+
 static struct election_action *
-election_push(struct election_actions *out, enum election_action_type type,
-    const char *name)
+election_push(struct election *e, struct election_actions *out,
+    enum election_action_type type, const char *name)
 {
 	struct election_action *a;
 
@@ -107,6 +177,8 @@ election_push(struct election_actions *out, enum election_action_type type,
 	a->type = type;
 	if (name != NULL)
 		snprintf(a->name, sizeof(a->name), "%s", name);
+	if (election_is_request(type))
+		election_note_sent(e);
 	return a;
 }
 
@@ -124,26 +196,27 @@ election_set_role(struct election *e, enum election_role role,
 
 	if (e->role == role)
 		return;
-	a = election_push(out, ACT_NOTIFY, NULL);
+	a = election_push(e, out, ACT_NOTIFY, NULL);
 	a->from = e->role;
 	a->to = role;
 	a->reason = reason;
 	a->wait = wait;
-	if (e->role == ELECTION_LEADER)
+	if (e->role == ELECTION_LEADER) {
+		if (e->epoch > e->spent_epoch)
+			e->spent_epoch = e->epoch;
 		e->epoch = 0;
+		e->riding_since = 0;
+	}
 	e->role = role;
 }
 
-/*
- * (Re)arms the data watch on the election node. getData sets no watch on a
- * node that does not exist, so until a read succeeds the watch is owed and
- * is asked for again as soon as the node is known to exist.
- */
+/* Reads the election node and leaves a data watch on it. */
 static void
 election_watch_claim(struct election *e, struct election_actions *out)
 {
-	e->claim_watch_armed = true;
-	election_push(out, ACT_WATCH_CLAIM, NULL);
+	e->claim_reads++;
+	e->claim_owed = false;
+	election_push(e, out, ACT_WATCH_CLAIM, NULL);
 }
 
 static void
@@ -151,30 +224,18 @@ election_new_uuid(struct election *e)
 {
 	e->uuid_gen(e->uuid, e->uuid_arg);
 	e->node[0] = '\0';
+	e->node_czxid = 0;
+	e->self_watched = false;
 }
 
 static void
 election_forget_view(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
-	e->claim_known = false;
-	e->lowest[0] = '\0';
-	e->lowest_known = false;
 	e->candidates = 0;
 	e->position = -1;
-}
-
-static void
-election_retry(struct election *e, uint64_t now, struct election_actions *out)
-{
-	/* Whatever failed, a leader is not sure any more (rule 4). */
-	if (e->role == ELECTION_LEADER)
-		election_lose(e, ELECTION_UNKNOWN, "request failed", out);
-	e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS : e->backoff_ms * 2;
-	if (e->backoff_ms > BACKOFF_MAX_MS)
-		e->backoff_ms = BACKOFF_MAX_MS;
-	e->retry_at = now + e->backoff_ms;
-	e->phase = PHASE_IDLE;
+	e->succ[0] = '\0';
+	e->succ_datalen = -1;
 }
 
 /* Rule 7: anything begun before this point is void. */
@@ -183,22 +244,50 @@ election_next_gen(struct election *e)
 {
 	e->gen++;
 	e->renew_inflight = false;
+	e->kicked = false;
+	e->claim_inflight = false;
 	e->retry_at = 0;
 }
 
+static void
+election_backoff(struct election *e)
+{
+	e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS : e->backoff_ms * 2;
+	if (e->backoff_ms > BACKOFF_MAX_MS)
+		e->backoff_ms = BACKOFF_MAX_MS;
+	e->retry_at = e->now + e->backoff_ms;
+}
+
+static void
+election_retry(struct election *e, struct election_actions *out)
+{
+	/* Whatever failed, a leader is not sure any more (rule 4). */
+	if (e->role == ELECTION_LEADER)
+		election_lose(e, ELECTION_UNKNOWN, "request failed", out);
+	election_backoff(e);
+	e->next_renew = 0;
+	e->phase = PHASE_IDLE;
+}
+
 void
-election_init(struct election *e, const char *id, bool candidate)
+election_init(struct election *e, const char *id, const char *value,
+    bool candidate)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->id, sizeof(e->id), "%s", id);
+	if (value != NULL)
+		snprintf(e->claim_data, sizeof(e->claim_data), "%s\n%s", id, value);
+	else
+		snprintf(e->claim_data, sizeof(e->claim_data), "%s", id);
+	e->claim_datalen = (int)strlen(e->claim_data);
 	e->candidate = candidate;
-	e->lease_num = 2;
-	e->lease_den = 3;
+	e->renew_div = 6;
 	e->session = SESSION_CONNECTING;
 	e->phase = PHASE_IDLE;
 	e->role = ELECTION_UNKNOWN;
 	e->position = -1;
 	e->gen = 1;
+	e->succ_datalen = -1;
 	e->last.position = -1;
 }
 
@@ -209,6 +298,33 @@ election_lose(struct election *e, enum election_role role, const char *reason,
 {
 	election_set_role(e, role, reason, false, out);
 	e->renew_inflight = false;
+}
+
+/* A node (re)created soon after the last one vanished waits: a path that
+ * eats our nodes must not become a create loop. */
+static void
+election_recreate(struct election *e, struct election_actions *out)
+{
+	e->uuid[0] = '\0';
+	e->node[0] = '\0';
+	e->next_renew = 0;
+	if (e->backoff_ms == 0) {
+		e->backoff_ms = BACKOFF_MIN_MS;
+		election_create(e, out);
+		return;
+	}
+	election_backoff(e);
+	e->phase = PHASE_IDLE;
+}
+
+/* The renewals (and so the lease) run while we lead or are next in line. */
+static void
+election_schedule_renewals(struct election *e, bool on)
+{
+	if (!on)
+		e->next_renew = 0;
+	else if (e->next_renew == 0)
+		e->next_renew = e->now;
 }
 
 static void
@@ -223,60 +339,84 @@ election_on_session(struct election *e, const struct election_event *ev,
 		return;
 	e->session = ev->session;
 	election_next_gen(e);
+	e->nsent = 0;		/* a new connection: earlier sends count no more */
+	e->claim_reads = 0;
 
 	switch (ev->session) {
 	case SESSION_CONNECTED:
-		/*
-		 * Same session after a reconnect, or a fresh one. Either way
-		 * our view is stale: list again. A node we knew stays ours
-		 * only within the same session (rule 6 finds it by uuid).
-		 */
 		if (e->session_id != 0 && e->session_id != ev->session_id) {
+			/* Another session: nothing of the old one holds. */
 			election_lose(e, ELECTION_UNKNOWN, "new session", out);
 			e->node[0] = '\0';
 			e->uuid[0] = '\0';
+			e->self_watched = false;
+			e->lease_deadline = 0;
+			e->term_epoch = 0;
+			e->claim_owed = true;
 		}
 		e->session_id = ev->session_id;
 		e->timeout_ms = ev->timeout_ms;
 		e->backoff_ms = 0;
-		election_forget_view(e);
-		if (e->phase == PHASE_DELETING && e->node[0] != '\0') {
-			/* A resign or stop was cut short: finish it. */
-			election_push(out, ACT_DELETE, e->node);
+		if (e->role == ELECTION_LEADER && e->phase == PHASE_LEADING) {
+			/*
+			 * Rule 1: back within the lease, same session. One
+			 * renewal confirms the term (our node, our epoch on
+			 * the election node); the next one, a report interval
+			 * later, extends the lease.
+			 */
+			e->renew_inflight = true;
+			e->renew_sent = e->now;
+			e->next_renew = e->now + election_renew_every(e);
+			election_push(e, out, ACT_RENEW, e->node);
 			return;
 		}
 		if (e->stopping) {
+			if (e->phase == PHASE_RELEASING)
+				return;		/* the app is not told yet (rule 10) */
+			if (e->phase == PHASE_DELETING) {
+				election_let_go(e, out);
+				return;
+			}
 			e->phase = PHASE_STOPPED;
-			election_push(out, ACT_EXIT, NULL);
+			election_push(e, out, ACT_EXIT, NULL);
 			return;
 		}
+		election_forget_view(e);
 		election_watch_claim(e, out);
 		if (e->phase == PHASE_HOLDING || e->phase == PHASE_RELEASING)
 			return;
-		if (e->phase == PHASE_DELETING)
-			e->phase = PHASE_HOLDING;
-		else
-			election_rejoin(e, out);
+		if (e->phase == PHASE_DELETING) {
+			election_let_go(e, out);
+			return;
+		}
+		election_rejoin(e, out);
 		return;
 	case SESSION_EXPIRED:
 		/* Rule 8: nothing of the old session survives. */
+		if (e->riding_since != 0)
+			e->rides_lost++;
 		election_lose(e, ELECTION_UNKNOWN, "session expired", out);
 		e->session_id = 0;
 		e->uuid[0] = '\0';
 		e->node[0] = '\0';
+		e->self_watched = false;
+		e->lease_deadline = 0;
+		e->term_epoch = 0;
+		e->next_renew = 0;
+		e->claim_owed = true;
 		election_forget_view(e);
 		if (e->stopping) {
 			e->phase = PHASE_STOPPED;
-			election_push(out, ACT_EXIT, NULL);
+			election_push(e, out, ACT_EXIT, NULL);
 			return;
 		}
 		/* A resign's hold outlives the session; the node did not. */
-		if (e->phase == PHASE_DELETING || e->phase == PHASE_RELEASING)
+		if (e->phase == PHASE_DELETING)
 			e->phase = PHASE_HOLDING;
-		else if (e->phase != PHASE_HOLDING)
+		else if (e->phase != PHASE_HOLDING && e->phase != PHASE_RELEASING)
 			e->phase = PHASE_IDLE;
 		e->session = SESSION_CONNECTING;
-		election_push(out, ACT_NEW_SESSION, NULL);
+		election_push(e, out, ACT_NEW_SESSION, NULL);
 		return;
 	case SESSION_AUTH_FAILED:
 		/* Rule 12; the handle is dead, retry with a new one. */
@@ -284,26 +424,52 @@ election_on_session(struct election *e, const struct election_event *ev,
 		e->session_id = 0;
 		e->uuid[0] = '\0';
 		e->node[0] = '\0';
+		e->self_watched = false;
+		e->lease_deadline = 0;
+		e->term_epoch = 0;
+		e->next_renew = 0;
 		election_forget_view(e);
-		e->phase = PHASE_IDLE;
+		if (e->stopping) {
+			e->phase = PHASE_STOPPED;
+			election_push(e, out, ACT_EXIT, NULL);
+			return;
+		}
+		if (e->phase != PHASE_RELEASING && e->phase != PHASE_HOLDING)
+			e->phase = PHASE_IDLE;
 		e->retry_at = ev->now + BACKOFF_MAX_MS;
 		return;
 	default:
+		if (e->role == ELECTION_LEADER && e->phase == PHASE_LEADING &&
+		    ev->session == SESSION_CONNECTING && !e->step_down) {
+			/*
+			 * Rule 1: the connection dropped, the session did not
+			 * (yet). It cannot expire before our lease ends, and no
+			 * one can claim while our node lives: lead on until the
+			 * deadline, not a moment longer.
+			 */
+			if (e->riding_since == 0)
+				e->riding_since = e->now;
+			e->last_kick = e->now;
+			return;
+		}
 		/*
-		 * Rule 1: connection lost (or read-only, rule 12). We cannot
-		 * know whether our session survives; say so at once. Expiry
-		 * is only learnt after reconnecting, too late to act on.
+		 * Connection lost with step_down, read-only (rule 12), or not
+		 * leading: we cannot know whether our session survives; say
+		 * so at once. Expiry is only learnt after reconnecting.
 		 */
+		if (e->riding_since != 0)
+			e->rides_lost++;
 		election_lose(e, ELECTION_UNKNOWN,
 		    ev->session == SESSION_READONLY ? "read-only server" :
 		    "connection lost", out);
+		e->term_epoch = 0;
 		if (e->phase != PHASE_HOLDING && e->phase != PHASE_RELEASING &&
 		    e->phase != PHASE_DELETING)
 			e->phase = PHASE_IDLE;
 		/* Stopping without a connection: the node goes with the session. */
 		if (e->stopping && e->phase != PHASE_RELEASING) {
 			e->phase = PHASE_STOPPED;
-			election_push(out, ACT_EXIT, NULL);
+			election_push(e, out, ACT_EXIT, NULL);
 		}
 		return;
 	}
@@ -313,33 +479,41 @@ election_on_session(struct election *e, const struct election_event *ev,
 static void
 election_rejoin(struct election *e, struct election_actions *out)
 {
+	struct election_action *a;
+
 	if (e->session != SESSION_CONNECTED)
 		return;
 	if (!e->candidate) {
 		e->phase = PHASE_OBSERVING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
 	/*
 	 * Rule 6: with a uuid but no node name, a create may have succeeded
-	 * without our hearing of it; listing finds it (or not) by uuid.
+	 * without our hearing of it; listing finds it (or not) by uuid. The
+	 * sync first makes the listing current even on a lagging server.
 	 */
 	if (e->uuid[0] == '\0') {
 		election_create(e, out);
 		return;
 	}
 	e->phase = PHASE_LISTING;
-	election_push(out, ACT_LIST, NULL);
+	a = election_push(e, out, ACT_LIST, NULL);
+	a->sync = e->node[0] == '\0';
 }
 
 static void
 election_create(struct election *e, struct election_actions *out)
 {
+	struct election_action *a;
+
 	if (e->uuid[0] == '\0')
 		election_new_uuid(e);
 	e->node[0] = '\0';
 	e->phase = PHASE_CREATING;
-	election_push(out, ACT_CREATE, NULL);
+	a = election_push(e, out, ACT_CREATE, NULL);
+	a->data = e->claim_data;
+	a->datalen = e->claim_datalen;
 }
 
 static void
@@ -354,23 +528,29 @@ election_on_created(struct election *e, const struct election_event *ev,
 		/* Rule 3: not ours to claim with (cannot happen unless the
 		 * session changed under us); leave it and look again. */
 		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc == ZOK && ev->name != NULL) {
 		slash = strrchr(ev->name, '/');
-		snprintf(e->node, sizeof(e->node), "%s",
-		    slash != NULL ? slash + 1 : ev->name);
-		e->backoff_ms = 0;
+		slash = slash != NULL ? slash + 1 : ev->name;
+		if (election_node_seq(slash) < 0) {
+			/* Not a name we can sort by: never claim with it. */
+			election_retry(e, out);
+			return;
+		}
+		snprintf(e->node, sizeof(e->node), "%s", slash);
+		e->node_czxid = ev->czxid;
+		e->self_watched = false;
 		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc == ZNONODE) {
 		/* Rule 9: the election path is gone; make it again. */
 		e->phase = PHASE_PARENT;
-		election_push(out, ACT_CREATE_PARENT, NULL);
+		election_push(e, out, ACT_CREATE_PARENT, NULL);
 	} else if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT) {
 		/* Outcome unknown (rule 6): reconnecting will list first. */
 		e->phase = PHASE_IDLE;
 	} else
-		election_retry(e, ev->now, out);
+		election_retry(e, out);
 }
 
 static void
@@ -385,10 +565,10 @@ election_on_parent(struct election *e, const struct election_event *ev,
 			election_create(e, out);
 		else {
 			e->phase = PHASE_OBSERVING;
-			election_push(out, ACT_LIST, NULL);
+			election_push(e, out, ACT_LIST, NULL);
 		}
 	} else
-		election_retry(e, ev->now, out);
+		election_retry(e, out);
 }
 
 struct election_seq_name {
@@ -447,32 +627,31 @@ election_drop_ahead(struct election *e, const char *name)
 		}
 }
 
-/* The leader as everyone reports it: only a claim by the lowest counts. */
+/* The leader keeps its successor's name and data, to name it on release. */
 static void
-election_update_lowest(struct election *e, const char *lowest,
+election_set_successor(struct election *e, const char *name,
     struct election_actions *out)
 {
-	if (lowest == NULL) {
-		e->lowest[0] = '\0';
-		e->lowest_known = false;
+	if (name == NULL) {
+		e->succ[0] = '\0';
+		e->succ_datalen = -1;
 		return;
 	}
-	if (strcmp(e->lowest, lowest) == 0 && e->lowest_known)
+	if (strcmp(e->succ, name) == 0 && e->succ_datalen >= 0)
 		return;
-	snprintf(e->lowest, sizeof(e->lowest), "%s", lowest);
-	e->lowest_known = false;
-	election_push(out, ACT_WATCH_LOWEST, lowest);
+	snprintf(e->succ, sizeof(e->succ), "%s", name);
+	e->succ_datalen = -1;
+	election_push(e, out, ACT_READ_SUCCESSOR, name);
 }
 
-/* The first node ahead of us becomes the one to read and watch; with
- * none left, list again (we may be next, or the queue changed). */
+/* Our node's own watch (rule 5): once per node and session. */
 static void
-election_next_lowest(struct election *e, struct election_actions *out)
+election_watch_self(struct election *e, struct election_actions *out)
 {
-	if (e->nahead > 0)
-		election_update_lowest(e, e->ahead[0], out);
-	else if (e->phase == PHASE_OBSERVING)
-		election_push(out, ACT_LIST, NULL);
+	if (e->self_watched || e->node[0] == '\0')
+		return;
+	e->self_watched = true;
+	election_push(e, out, ACT_WATCH_SELF, e->node);
 }
 
 /* Where are we in the sorted queue, and what follows from it. */
@@ -499,7 +678,7 @@ election_evaluate(struct election *e, char **sorted, int n,
 				found = sorted[i];
 		if (found != NULL) {
 			e->phase = PHASE_ADOPTING;
-			election_push(out, ACT_GET_OWNER, found);
+			election_push(e, out, ACT_GET_OWNER, found);
 		} else
 			election_create(e, out);
 		return;
@@ -512,31 +691,31 @@ election_evaluate(struct election *e, char **sorted, int n,
 		/* Our node is gone (deleted by hand?): rejoin at the back. */
 		election_lose(e, ELECTION_UNKNOWN, "own node vanished", out);
 		e->position = -1;
-		election_new_uuid(e);
-		election_create(e, out);
+		e->term_epoch = 0;
+		election_recreate(e, out);
 		return;
 	}
 	e->position = mine;
 	e->backoff_ms = 0;
-	if (e->self_watch_gen != e->gen) {
-		e->self_watch_gen = e->gen;
-		election_push(out, ACT_WATCH_SELF, e->node);
-	}
+	election_watch_self(e, out);
 	if (mine == 0) {
-		if (e->phase == PHASE_LEADING)
+		if (e->phase == PHASE_LEADING) {
+			election_set_successor(e, n > 1 ? sorted[1] : NULL, out);
 			return;
-		/* Rule 3: the node is ours (created or adopted in this
-		 * session); a fresh claim write starts the term. */
-		e->phase = PHASE_CLAIMING;
-		election_push(out, ACT_CLAIM, e->node);
+		}
+		election_takeover(e, out);
 		return;
 	}
 	/* Rule 4: not the lowest, so not the leader. */
 	election_set_role(e, ELECTION_FOLLOWER,
 	    e->role == ELECTION_LEADER ? "no longer lowest" : "queued", false, out);
+	e->term_epoch = 0;
 	snprintf(e->predecessor, sizeof(e->predecessor), "%s", sorted[mine - 1]);
 	e->phase = PHASE_WATCHING;
-	election_push(out, ACT_WATCH_PRED, e->predecessor);
+	election_push(e, out, ACT_WATCH_PRED, e->predecessor);
+	/* Next in line: keep a lease ready, so a takeover needs no round trip
+	 * of its own. */
+	election_schedule_renewals(e, mine == 1);
 }
 
 static void
@@ -544,9 +723,27 @@ election_on_children(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
 	struct election_seq_name *byseq;
-	char **sorted;
+	char **sorted, uuidtag[ELECTION_UUID_LEN + 8];
 	int i, n = 0, ahead;
 
+	if (e->phase == PHASE_DELETING) {
+		/* Letting go of a node we never learnt the name of (rule 6). */
+		if (ev->rc != ZOK) {
+			if (ev->rc == ZNONODE)
+				election_let_go(e, out);	/* nothing to find */
+			return;		/* reconnecting searches again */
+		}
+		snprintf(uuidtag, sizeof(uuidtag), "_c_%s-", e->uuid);
+		for (i = 0; i < ev->count; i++)
+			if (strncmp(ev->names[i], uuidtag, strlen(uuidtag)) == 0 &&
+			    election_node_seq(ev->names[i]) >= 0) {
+				election_push(e, out, ACT_GET_OWNER, ev->names[i]);
+				return;
+			}
+		e->uuid[0] = '\0';	/* the create never happened */
+		election_let_go(e, out);
+		return;
+	}
 	if (e->phase != PHASE_LISTING && e->phase != PHASE_OBSERVING &&
 	    e->phase != PHASE_WATCHING && e->phase != PHASE_LEADING)
 		return;
@@ -560,8 +757,10 @@ election_on_children(struct election *e, const struct election_event *ev,
 			e->node[0] = '\0';
 			election_new_uuid(e);
 		}
+		e->next_renew = 0;
+		e->claim_owed = true;
 		e->phase = PHASE_PARENT;
-		election_push(out, ACT_CREATE_PARENT, NULL);
+		election_push(e, out, ACT_CREATE_PARENT, NULL);
 		return;
 	}
 	if (ev->rc != ZOK) {
@@ -570,7 +769,7 @@ election_on_children(struct election *e, const struct election_event *ev,
 		if (e->phase != PHASE_LEADING && ev->rc != ZCONNECTIONLOSS &&
 		    ev->rc != ZOPERATIONTIMEOUT && ev->rc != ZSESSIONEXPIRED &&
 		    ev->rc != ZCLOSING)
-			election_retry(e, ev->now, out);
+			election_retry(e, out);
 		return;
 	}
 
@@ -599,10 +798,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 	 * listing again when this one leaves. */
 	election_set_ahead(e, sorted, ahead);
 	/* The election node exists now: owe no watch on it. */
-	if (!e->claim_watch_armed)
+	if (e->claim_owed)
 		election_watch_claim(e, out);
-	election_update_lowest(e, n > 0 ? sorted[0] : NULL, out);
-
 	election_evaluate(e, sorted, n, out);
 	free(sorted);
 }
@@ -611,12 +808,26 @@ static void
 election_on_owner(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	if (e->phase != PHASE_ADOPTING || ev->name == NULL)
+	if (ev->name == NULL)
+		return;
+	if (e->phase == PHASE_DELETING) {
+		if (ev->rc == ZOK && ev->owner == e->session_id) {
+			snprintf(e->node, sizeof(e->node), "%s", ev->name);
+			election_let_go(e, out);
+		} else if (ev->rc == ZOK || ev->rc == ZNONODE) {
+			e->uuid[0] = '\0';	/* gone, or not ours */
+			election_let_go(e, out);
+		}
+		return;		/* connection trouble: reconnecting searches again */
+	}
+	if (e->phase != PHASE_ADOPTING)
 		return;
 	if (ev->rc == ZOK && ev->owner == e->session_id) {
 		snprintf(e->node, sizeof(e->node), "%s", ev->name);
+		e->node_czxid = ev->czxid;
+		e->self_watched = false;
 		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
 	/* Gone, or another session's (rule 6): ignore it and create. */
@@ -624,197 +835,148 @@ election_on_owner(struct election *e, const struct election_event *ev,
 		election_new_uuid(e);
 		election_create(e, out);
 	} else
-		election_retry(e, ev->now, out);
+		election_retry(e, out);
 }
 
 static void
 election_on_pred_set(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	if (e->phase != PHASE_WATCHING)
+	if (e->phase != PHASE_WATCHING || ev->name == NULL ||
+	    strcmp(ev->name, e->predecessor) != 0)
 		return;
 	if (ev->rc == ZOK)
 		return;
 	/* Rule 5: gone before the watch was set; look again. */
 	if (ev->rc == ZNONODE) {
 		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZSESSIONEXPIRED &&
-	    ev->rc != ZCLOSING)
-		election_retry(e, ev->now, out);
+	    ev->rc != ZCLOSING && ev->rc != ZOPERATIONTIMEOUT)
+		election_retry(e, out);
 }
 
 static void
 election_on_pred_changed(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	if (e->phase != PHASE_WATCHING)
-		return;
-	if (ev->name != NULL && strcmp(ev->name, e->predecessor) != 0)
+	/*
+	 * Watches carry no generation: the client keeps one watcher per node
+	 * across reconnects. An event counts only for our predecessor now.
+	 */
+	if (e->phase != PHASE_WATCHING || e->session != SESSION_CONNECTED ||
+	    ev->name == NULL || strcmp(ev->name, e->predecessor) != 0)
 		return;
 	if (!ev->deleted) {
 		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
+		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
 	/*
 	 * Our predecessor left. Nodes only ever join behind us (sequence
 	 * numbers grow), so the nodes ahead of us are those of our last
 	 * listing that have not left since: with none left we are the
-	 * lowest and claim at once (rule 3), without listing a long queue;
+	 * lowest and take over (rule 3) without listing a long queue;
 	 * otherwise the last of them is our new predecessor (rule 5: its
 	 * absence makes us list again).
 	 */
 	election_drop_ahead(e, e->predecessor);
 	if (e->nahead == 0) {
 		e->position = 0;
-		election_update_lowest(e, e->node, out);
-		e->phase = PHASE_CLAIMING;
-		election_push(out, ACT_CLAIM, e->node);
+		election_takeover(e, out);
 		return;
 	}
 	snprintf(e->predecessor, sizeof(e->predecessor), "%s",
 	    e->ahead[e->nahead - 1]);
-	election_push(out, ACT_WATCH_PRED, e->predecessor);
+	election_push(e, out, ACT_WATCH_PRED, e->predecessor);
+	election_schedule_renewals(e, e->nahead == 1);
 }
 
-static uint64_t
-election_lease_len(const struct election *e)
+/*
+ * Our node is the lowest. Either the leader before us named us in the
+ * multi that deleted its node, or we claim ourselves (rule 3). Which, the
+ * election node says: read it afresh (a new generation, so that no read
+ * sent before our predecessor left decides).
+ */
+static void
+election_takeover(struct election *e, struct election_actions *out)
 {
-	return (uint64_t)e->timeout_ms * e->lease_num / e->lease_den;
+	if (e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING)
+		return;
+	election_next_gen(e);
+	e->phase = PHASE_TAKEOVER;
+	e->term_epoch = 0;
+	election_schedule_renewals(e, true);
+	election_watch_claim(e, out);
+}
+
+/* A term, named or claimed, starts once the lease has time left. */
+static void
+election_try_lead(struct election *e, const char *reason,
+    struct election_actions *out)
+{
+	if ((e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING) ||
+	    e->term_epoch == 0 || e->now >= e->lease_deadline)
+		return;
+	e->phase = PHASE_LEADING;
+	e->epoch = e->term_epoch;
+	e->term_epoch = 0;
+	e->riding_since = 0;
+	/* Our claim is the view too; older reads no longer count. */
+	e->claim_known = true;
+	e->claim_mine = true;
+	e->claim_epoch = e->epoch;
+	if (e->claim_seen < e->epoch)
+		e->claim_seen = e->epoch;
+	election_set_role(e, ELECTION_LEADER, reason, false, out);
+	/* Only the leader watches the whole queue, to keep its candidate
+	 * count and its successor fresh; one agent, one notification. */
+	election_push(e, out, ACT_WATCH_CHILDREN, NULL);
+}
+
+static void
+election_claim(struct election *e, struct election_actions *out)
+{
+	struct election_action *a;
+
+	e->phase = PHASE_CLAIMING;
+	e->claim_inflight = true;
+	e->claim_sent = e->now;		/* the claim is a round trip too */
+	a = election_push(e, out, ACT_CLAIM, e->node);
+	a->data = e->claim_data;
+	a->datalen = e->claim_datalen;
 }
 
 static void
 election_on_claimed(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	if (e->phase != PHASE_CLAIMING)
+	uint64_t until;
+
+	if (e->phase != PHASE_CLAIMING || !e->claim_inflight)
 		return;
-	if (ev->rc == ZOK && ev->now >= ev->sent + election_lease_len(e)) {
-		/* The answer came too late to lead on (we were paused?):
-		 * this term's lease is already over. Look again; a new claim
-		 * will carry a new epoch. */
-		election_next_gen(e);
-		e->phase = PHASE_LISTING;
-		election_push(out, ACT_LIST, NULL);
-		return;
-	}
+	e->claim_inflight = false;
 	if (ev->rc == ZOK) {
-		e->phase = PHASE_LEADING;
-		e->epoch = (uint64_t)ev->zxid;
-		e->lease_deadline = ev->sent + election_lease_len(e);
-		e->next_renew = ev->sent + (uint64_t)e->timeout_ms / 3;
-		e->renew_inflight = false;
-		/* Our own claim is the view too. */
-		e->claim_known = true;
-		snprintf(e->claim_id, sizeof(e->claim_id), "%s", e->id);
-		e->claim_epoch = e->epoch;
-		election_set_role(e, ELECTION_LEADER, "claimed", false, out);
-		/* Only the leader watches the whole queue, to keep its
-		 * candidate count fresh; one agent, one notification. */
-		election_push(out, ACT_WATCH_CHILDREN, NULL);
+		/* The write went through the quorum while our node existed:
+		 * our session was alive, which is a lease of its own. */
+		until = election_lease_until(e, e->claim_sent);
+		if (until > e->lease_deadline)
+			e->lease_deadline = until;
+		e->term_epoch = (uint64_t)ev->zxid;
+		election_try_lead(e, "claimed", out);
 		return;
 	}
 	if (ev->rc == ZNONODE) {
 		/* The check op failed: our node is gone. */
-		election_new_uuid(e);
-		election_create(e, out);
+		election_recreate(e, out);
 	} else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
 	    ev->rc != ZSESSIONEXPIRED && ev->rc != ZCLOSING) {
-		election_retry(e, ev->now, out);
+		election_retry(e, out);
 	}
-}
-
-static void
-election_on_renewed(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
-{
-	uint64_t deadline;
-
-	if (e->phase != PHASE_LEADING)
-		return;
-	e->renew_inflight = false;
-	if (ev->rc == ZOK && ev->owner == e->session_id) {
-		e->renewals++;
-		e->renewal_ms_total += ev->now - ev->sent;
-		if (ev->now - ev->sent > e->renewal_ms_max)
-			e->renewal_ms_max = ev->now - ev->sent;
-		deadline = ev->sent + election_lease_len(e);
-		if (deadline > e->lease_deadline)
-			e->lease_deadline = deadline;
-		return;
-	}
-	if (ev->rc == ZOK || ev->rc == ZNONODE) {
-		election_lose(e, ELECTION_UNKNOWN, "own node vanished", out);
-		election_next_gen(e);
-		election_forget_view(e);
-		election_watch_claim(e, out);
-		election_new_uuid(e);
-		election_create(e, out);
-	}
-	/* Other errors: the lease runs down, or the session event comes. */
-}
-
-static void
-election_on_claim_data(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
-{
-	char id[ELECTION_ID_MAX];
-
-	if (ev->rc != ZOK) {
-		e->claim_known = false;
-		if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZSESSIONEXPIRED &&
-		    ev->rc != ZCLOSING)
-			e->claim_watch_armed = false;	/* none was set */
-		return;
-	}
-	if (ev->datalen <= 0 || ev->datalen >= (int)sizeof(id) ||
-	    memchr(ev->data, '\0', (size_t)ev->datalen) != NULL) {
-		e->claim_known = false;	/* nobody's claim, or not ours to read */
-		return;
-	}
-	memcpy(id, ev->data, (size_t)ev->datalen);
-	id[ev->datalen] = '\0';
-	if (e->claim_known && e->claim_epoch == (uint64_t)ev->zxid)
-		return;
-	e->claim_known = true;
-	snprintf(e->claim_id, sizeof(e->claim_id), "%s", id);
-	e->claim_epoch = (uint64_t)ev->zxid;
-	/* A new claim: the lowest node is being read already (see
-	 * election_on_lowest_changed), or we look for it now. */
-	if ((e->phase == PHASE_WATCHING || e->phase == PHASE_OBSERVING) &&
-	    e->lowest[0] == '\0')
-		election_next_lowest(e, out);
-	else if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
-		/* Someone else claimed while we lead: look again. */
-		election_push(out, ACT_LIST, NULL);
-	}
-}
-
-static void
-election_on_lowest_data(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
-{
-	if (ev->name == NULL || strcmp(ev->name, e->lowest) != 0)
-		return;
-	if (ev->rc == ZOK && ev->datalen > 0 &&
-	    ev->datalen < (int)sizeof(e->lowest_id) &&
-	    memchr(ev->data, '\0', (size_t)ev->datalen) == NULL) {
-		memcpy(e->lowest_id, ev->data, (size_t)ev->datalen);
-		e->lowest_id[ev->datalen] = '\0';
-		e->lowest_czxid = ev->zxid;
-		e->lowest_known = true;
-	} else if (ev->rc == ZNONODE) {
-		/* Gone already: the next one ahead is the lowest now. */
-		election_drop_ahead(e, ev->name);
-		election_update_lowest(e, NULL, out);
-		election_next_lowest(e, out);
-	} else
-		e->lowest_known = false;
 }
 
 /*
- * Our own node is gone while we still count on it (deleted by hand, say):
+ * Our node is gone while we still count on it (deleted by hand, say):
  * a leader must stop at once, since a successor may claim at any moment,
  * and anyone must rejoin, or it would wait in a queue it is not in.
  */
@@ -828,9 +990,185 @@ election_self_deleted(struct election *e, struct election_actions *out)
 	election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
 	election_next_gen(e);
 	election_forget_view(e);
+	e->term_epoch = 0;
+	election_recreate(e, out);
+}
+
+/* What the election node says: "id" or "id\nvalue", and its mzxid. */
+static void
+election_take_claim(struct election *e, const char *data, int datalen,
+    int64_t mzxid, int64_t pzxid)
+{
+	const char *nl;
+	size_t idlen;
+
+	if ((uint64_t)mzxid < e->claim_seen)
+		return;		/* older than what we know */
+	e->claim_seen = (uint64_t)mzxid;
+	e->claim_known = false;
+	e->claim_has_value = false;
+	e->claim_epoch = (uint64_t)mzxid;
+	e->claim_pzxid = pzxid;
+	e->claim_mine = data != NULL && datalen == e->claim_datalen &&
+	    memcmp(data, e->claim_data, (size_t)datalen) == 0;
+	if (data == NULL || datalen <= 0 || datalen >= ELECTION_DATA_MAX ||
+	    memchr(data, '\0', (size_t)datalen) != NULL)
+		return;		/* nobody's claim, or not ours to read */
+	nl = memchr(data, '\n', (size_t)datalen);
+	idlen = nl != NULL ? (size_t)(nl - data) : (size_t)datalen;
+	if (idlen == 0 || idlen >= sizeof(e->claim_id))
+		return;
+	memcpy(e->claim_id, data, idlen);
+	e->claim_id[idlen] = '\0';
+	if (nl != NULL && (size_t)datalen - idlen - 1 < sizeof(e->claim_value)) {
+		memcpy(e->claim_value, nl + 1, (size_t)datalen - idlen - 1);
+		e->claim_value[datalen - idlen - 1] = '\0';
+		e->claim_has_value = true;
+	}
+	e->claim_known = true;
+}
+
+/*
+ * Named by the leader before us: its release multi checked our node,
+ * deleted its own and wrote our claim data into the election node, so that
+ * write's mzxid is our epoch. It is that multi if the election node's last
+ * data write and last change of children are one transaction (mzxid ==
+ * pzxid), after our node was created, with our data, and not an epoch we
+ * already led under (rule 3: a new term, a new epoch).
+ */
+static bool
+election_named(const struct election *e)
+{
+	return e->claim_mine && (int64_t)e->claim_epoch == e->claim_pzxid &&
+	    (int64_t)e->claim_epoch > e->node_czxid &&
+	    e->claim_epoch > e->spent_epoch;
+}
+
+static void
+election_on_claim_data(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	if (ev->rc != ZOK) {
+		if (ev->rc == ZNONODE) {
+			e->claim_owed = true;	/* no watch was set */
+			if (e->phase == PHASE_TAKEOVER && ev->gen == e->gen)
+				election_claim(e, out);	/* rule 9 is the claim's */
+		}
+		return;
+	}
+	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
+	if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
+		/* Someone wrote the election node while we lead: the view
+		 * and our term disagree. Stop, and look again. */
+		election_lose(e, ELECTION_UNKNOWN, "claim overwritten", out);
+		election_next_gen(e);
+		e->phase = PHASE_LISTING;
+		election_push(e, out, ACT_LIST, NULL);
+		return;
+	}
+	if (e->phase == PHASE_TAKEOVER && ev->gen == e->gen &&
+	    e->term_epoch == 0) {
+		if (election_named(e)) {
+			e->term_epoch = e->claim_epoch;
+			election_try_lead(e, "named by the last leader", out);
+			if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
+				e->next_renew = e->now;	/* earn a lease now */
+		} else
+			election_claim(e, out);
+		return;
+	}
+	if (e->phase == PHASE_OBSERVING)
+		election_push(e, out, ACT_LIST, NULL);	/* recount */
+}
+
+static void
+election_on_claim_changed(struct election *e, struct election_actions *out)
+{
+	/* A read still in flight was answered after this change (replies
+	 * and events come in order): it brings the news and the watch. */
+	if (e->session != SESSION_CONNECTED || e->claim_reads > 0)
+		return;
 	election_watch_claim(e, out);
-	election_new_uuid(e);
-	election_create(e, out);
+}
+
+static void
+election_on_renewed(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	uint64_t until, rtt;
+
+	if (!e->renew_inflight)
+		return;
+	e->renew_inflight = false;
+	e->kicked = false;
+	if (ev->rc != ZOK) {
+		if (ev->rc == ZNONODE)
+			election_self_deleted(e, out);	/* our node, or its parent */
+		/* Other errors: the lease runs down, or a session event comes. */
+		return;
+	}
+	if (ev->owner != e->session_id) {
+		election_self_deleted(e, out);	/* rule 3: not ours */
+		return;
+	}
+	e->node_czxid = ev->czxid;
+	/* The sync went through the ZooKeeper leader and our node was still
+	 * there after it: the session was alive then (rule 2). */
+	until = election_lease_until(e, e->renew_sent);
+	if (until > e->lease_deadline)
+		e->lease_deadline = until;
+	rtt = ev->now - e->renew_sent;
+	e->renewals++;
+	e->renewal_ms_total += rtt;
+	if (rtt > e->renewal_ms_max)
+		e->renewal_ms_max = rtt;
+	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
+
+	if (e->phase == PHASE_LEADING) {
+		if (e->claim_epoch != e->epoch) {
+			election_lose(e, ELECTION_UNKNOWN, "claim overwritten", out);
+			election_next_gen(e);
+			e->phase = PHASE_LISTING;
+			election_push(e, out, ACT_LIST, NULL);
+			return;
+		}
+		if (e->riding_since != 0) {
+			/* Rule 1: the same term goes on, same epoch. */
+			e->rides_kept++;
+			e->riding_since = 0;
+			if (e->succ[0] != '\0' && e->succ_datalen < 0)
+				election_push(e, out, ACT_READ_SUCCESSOR, e->succ);
+		}
+		return;
+	}
+	if (e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING) {
+		if (e->term_epoch != 0 && e->claim_epoch != e->term_epoch) {
+			/* Named, then written over before we led: look again. */
+			e->term_epoch = 0;
+			election_next_gen(e);
+			e->phase = PHASE_LISTING;
+			election_push(e, out, ACT_LIST, NULL);
+			return;
+		}
+		election_try_lead(e, e->phase == PHASE_CLAIMING ? "claimed" :
+		    "named by the last leader", out);
+	}
+}
+
+static void
+election_on_successor(struct election *e, const struct election_event *ev)
+{
+	if (ev->name == NULL || strcmp(ev->name, e->succ) != 0)
+		return;
+	if (ev->rc == ZOK && ev->datalen >= 0 && ev->datalen < ELECTION_DATA_MAX &&
+	    (ev->datalen == 0 || memchr(ev->data, '\0', (size_t)ev->datalen) == NULL)) {
+		if (ev->datalen > 0)
+			memcpy(e->succ_data, ev->data, (size_t)ev->datalen);
+		e->succ_datalen = ev->datalen;
+	} else if (ev->rc == ZNONODE) {
+		e->succ[0] = '\0';	/* gone: the children watch says who next */
+		e->succ_datalen = -1;
+	}
 }
 
 static void
@@ -841,39 +1179,62 @@ election_on_self(struct election *e, const struct election_event *ev,
 		return;
 	if (ev->type == EV_SELF_SET ? ev->rc == ZNONODE : ev->deleted)
 		election_self_deleted(e, out);
-	else if (ev->type == EV_SELF_CHANGED) {
+	else if (ev->type == EV_SELF_CHANGED && e->session == SESSION_CONNECTED) {
 		/* Someone wrote our node: keep watching, nothing else. */
-		e->self_watch_gen = e->gen;
-		election_push(out, ACT_WATCH_SELF, e->node);
+		e->self_watched = false;
+		election_watch_self(e, out);
 	}
 }
 
+/* The release: delete our node; a leader also names its successor. */
 static void
-election_on_lowest_changed(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
+election_push_release(struct election *e, struct election_actions *out)
 {
-	if (ev->name == NULL || strcmp(ev->name, e->lowest) != 0)
+	struct election_action *a;
+
+	a = election_push(e, out, ACT_RELEASE, e->node);
+	e->release_succ = false;
+	if (!e->release_claim)
 		return;
-	if (strcmp(ev->name, e->node) == 0 && ev->deleted) {
-		election_self_deleted(e, out);
+	a->write_claim = true;
+	if (e->succ[0] != '\0' && e->succ_datalen >= 0) {
+		snprintf(a->successor, sizeof(a->successor), "%s", e->succ);
+		a->data = e->succ_data;
+		a->datalen = e->succ_datalen;
+		e->release_succ = true;
+	} else {
+		a->data = "";	/* nobody left: no leader named */
+		a->datalen = 0;
+	}
+}
+
+/* After the app was told (rule 10): let our node go, or find it first. */
+static void
+election_let_go(struct election *e, struct election_actions *out)
+{
+	if (e->session != SESSION_CONNECTED) {
+		if (e->stopping) {
+			/* Without a connection the node goes with the session. */
+			e->phase = PHASE_STOPPED;
+			election_push(e, out, ACT_EXIT, NULL);
+		} else if (e->node[0] != '\0' || e->uuid[0] != '\0')
+			e->phase = PHASE_DELETING;	/* once reconnected */
+		else
+			e->phase = PHASE_HOLDING;
 		return;
 	}
-	if (!ev->deleted) {
-		/* Written (a contender never is): read it again. */
-		e->lowest_known = false;
-		election_push(out, ACT_WATCH_LOWEST, e->lowest);
-		return;
-	}
-	/*
-	 * The claimant left: nobody is named until the next claim. Its
-	 * successor is the next node ahead of us that still exists; it is
-	 * read (and watched) when the claim comes: one read each, however
-	 * long the queue, and no listing.
-	 */
-	election_drop_ahead(e, ev->name);
-	election_update_lowest(e, NULL, out);
-	/* The next one is read when its claim comes (election_on_claim_data):
-	 * reading now would load ZooKeeper while the successor claims. */
+	e->phase = PHASE_DELETING;
+	if (e->node[0] != '\0') {
+		election_push_release(e, out);
+	} else if (e->uuid[0] != '\0') {
+		/* A create may have been applied unheard of (rule 6): find
+		 * it by uuid, so that no node of ours blocks the queue. */
+		election_push(e, out, ACT_LIST, NULL)->sync = true;
+	} else if (e->stopping) {
+		e->phase = PHASE_STOPPED;
+		election_push(e, out, ACT_EXIT, NULL);
+	} else
+		e->phase = PHASE_HOLDING;
 }
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */
@@ -884,6 +1245,9 @@ election_release(struct election *e, const char *reason,
 	bool leading = e->role == ELECTION_LEADER;
 
 	election_next_gen(e);
+	e->next_renew = 0;
+	e->term_epoch = 0;
+	e->release_claim = leading && e->phase == PHASE_LEADING;
 	if (leading) {
 		e->phase = PHASE_RELEASING;
 		election_set_role(e, e->stopping ? ELECTION_UNKNOWN :
@@ -894,74 +1258,120 @@ election_release(struct election *e, const char *reason,
 		election_set_role(e, ELECTION_UNKNOWN, reason, false, out);
 	else if (e->role == ELECTION_UNKNOWN && e->session == SESSION_CONNECTED)
 		election_set_role(e, ELECTION_FOLLOWER, reason, false, out);
-	if (e->node[0] != '\0' && e->session == SESSION_CONNECTED) {
-		e->phase = PHASE_DELETING;
-		election_push(out, ACT_DELETE, e->node);
-	} else if (e->stopping) {
-		e->phase = PHASE_STOPPED;
-		election_push(out, ACT_EXIT, NULL);
-	} else if (e->node[0] != '\0') {
-		e->phase = PHASE_DELETING;	/* once reconnected */
-	} else
-		e->phase = PHASE_HOLDING;	/* a lost create is found by uuid */
+	election_let_go(e, out);
 }
 
 static void
-election_on_deleted(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
+election_released(struct election *e, struct election_actions *out)
 {
-	if (e->phase != PHASE_DELETING)
-		return;
-	if (ev->rc != ZOK && ev->rc != ZNONODE) {
-		if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT ||
-		    ev->rc == ZSESSIONEXPIRED || ev->rc == ZCLOSING)
-			return;		/* reconnecting deletes it again */
-		if (e->stopping) {
-			e->phase = PHASE_STOPPED;	/* it goes with the session */
-			election_push(out, ACT_EXIT, NULL);
-			return;
-		}
-		e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS :
-		    e->backoff_ms * 2;
-		if (e->backoff_ms > BACKOFF_MAX_MS)
-			e->backoff_ms = BACKOFF_MAX_MS;
-		e->retry_at = ev->now + e->backoff_ms;
-		return;
-	}
 	e->node[0] = '\0';
 	e->uuid[0] = '\0';
+	e->node_czxid = 0;
+	e->self_watched = false;
 	e->position = -1;
+	e->backoff_ms = 0;
 	if (e->stopping) {
 		e->phase = PHASE_STOPPED;
-		election_push(out, ACT_EXIT, NULL);
+		election_push(e, out, ACT_EXIT, NULL);
 	} else
 		e->phase = PHASE_HOLDING;
 }
 
 static void
-election_on_tick(struct election *e, const struct election_event *ev,
+election_on_released(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	uint64_t now = ev->now;
+	int delete_op = e->release_succ ? 1 : 0;
+
+	if (e->phase != PHASE_DELETING)
+		return;
+	if (ev->rc == ZOK) {
+		election_released(e, out);
+		return;
+	}
+	if (ev->rc == ZNONODE && e->release_succ && ev->failed_op == 0) {
+		/* Our successor left meanwhile: let go without naming one. */
+		e->succ[0] = '\0';
+		e->succ_datalen = -1;
+		election_push_release(e, out);
+		return;
+	}
+	if (ev->rc == ZNONODE && ev->failed_op == delete_op) {
+		election_released(e, out);	/* ours was gone already */
+		return;
+	}
+	if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT ||
+	    ev->rc == ZSESSIONEXPIRED || ev->rc == ZCLOSING)
+		return;		/* reconnecting lets it go again */
+	if (e->stopping) {
+		e->phase = PHASE_STOPPED;	/* it goes with the session */
+		election_push(e, out, ACT_EXIT, NULL);
+		return;
+	}
+	if (ev->rc == ZNONODE || ev->rc == ZBADVERSION) {
+		/* The election node is gone (rule 9): delete without it. */
+		e->release_claim = false;
+		election_push_release(e, out);
+		return;
+	}
+	election_backoff(e);
+}
+
+static void
+election_on_tick(struct election *e, struct election_actions *out)
+{
+	uint64_t now = e->now, every = election_renew_every(e);
+	uint64_t sixth = (uint64_t)e->timeout_ms / 6;
 
 	if (e->phase == PHASE_LEADING) {
 		if (now >= e->lease_deadline) {
 			/*
 			 * Rule 2: no renewal came back in time (the process
-			 * may have been paused). Step down; a later term needs
-			 * a fresh claim and so a higher epoch (rule 3).
+			 * may have been paused, or the connection is gone).
+			 * Step down; a later term needs a fresh claim and so
+			 * a higher epoch (rule 3).
 			 */
-			election_lose(e, ELECTION_UNKNOWN, "lease lapsed", out);
+			if (e->riding_since != 0)
+				e->rides_lost++;
+			election_lose(e, ELECTION_UNKNOWN,
+			    e->riding_since != 0 ?
+			    "lease lapsed while disconnected" : "lease lapsed", out);
 			election_next_gen(e);
-			e->phase = PHASE_LISTING;
-			election_push(out, ACT_LIST, NULL);
+			e->next_renew = 0;
+			if (e->session == SESSION_CONNECTED) {
+				e->phase = PHASE_LISTING;
+				election_push(e, out, ACT_LIST, NULL);
+			} else
+				e->phase = PHASE_IDLE;
 			return;
 		}
-		if (now >= e->next_renew && !e->renew_inflight) {
-			e->renew_inflight = true;
-			e->next_renew = now + (uint64_t)e->timeout_ms / 3;
-			election_push(out, ACT_RENEW, e->node);
+		if (e->riding_since != 0 && e->session != SESSION_CONNECTED) {
+			/* A connection attempt that hangs (a stopped server)
+			 * would take the client 2T/3 to give up. */
+			if (now >= e->last_kick + sixth) {
+				e->last_kick = now;
+				e->kicks++;
+				election_push(e, out, ACT_KICK, NULL);
+			}
+			return;
 		}
+		if (e->renew_inflight && !e->kicked && now >= e->renew_sent + sixth) {
+			/* The renewal hangs: the server may be stopped or cut
+			 * off. Move to another one while the lease lasts. */
+			e->kicked = true;
+			e->kicks++;
+			election_push(e, out, ACT_KICK, NULL);
+		}
+	}
+	if (e->next_renew != 0 && now >= e->next_renew && !e->renew_inflight &&
+	    e->session == SESSION_CONNECTED && e->node[0] != '\0' &&
+	    (e->phase == PHASE_LEADING || e->phase == PHASE_TAKEOVER ||
+	    e->phase == PHASE_CLAIMING || e->phase == PHASE_WATCHING)) {
+		e->renew_inflight = true;
+		e->renew_sent = now;
+		e->kicked = false;
+		e->next_renew = now + every;
+		election_push(e, out, ACT_RENEW, e->node);
 		return;
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until) {
@@ -973,14 +1383,51 @@ election_on_tick(struct election *e, const struct election_event *ev,
 		e->retry_at = 0;
 		if (e->session == SESSION_AUTH_FAILED) {
 			e->session = SESSION_CONNECTING;
-			election_push(out, ACT_NEW_SESSION, NULL);
+			election_push(e, out, ACT_NEW_SESSION, NULL);
 			return;
 		}
 		if (e->phase == PHASE_DELETING && e->session == SESSION_CONNECTED)
-			election_push(out, ACT_DELETE, e->node);
+			election_let_go(e, out);
 		else if (e->phase == PHASE_IDLE)
 			election_rejoin(e, out);
 	}
+}
+
+static void
+election_on_resign(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	uint64_t hold = ev->hold_ms < HOLD_MAX_MS ? ev->hold_ms : HOLD_MAX_MS;
+
+	if (e->stopping || !e->candidate)
+		return;
+	if (e->now + hold > e->hold_until)
+		e->hold_until = e->now + hold;
+	/* Already letting go: the longer hold is all that changes. */
+	if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
+	    e->phase == PHASE_HOLDING)
+		return;
+	election_release(e, "resigned", out);
+}
+
+static void
+election_on_stop(struct election *e, struct election_actions *out)
+{
+	if (e->stopping)
+		return;
+	e->stopping = true;
+	if (e->phase == PHASE_RELEASING) {
+		/* Finish the release under way, then exit (rule 10). */
+		election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
+		return;
+	}
+	if (e->phase == PHASE_DELETING) {
+		election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
+		if (e->session != SESSION_CONNECTED)
+			election_let_go(e, out);	/* exits */
+		return;
+	}
+	election_release(e, "stopping", out);
 }
 
 static bool
@@ -992,13 +1439,13 @@ election_is_current(const struct election *e, const struct election_event *ev)
 	case EV_RESIGN:
 	case EV_STOP:
 	case EV_NOTIFIED:
-		return true;
-	case EV_CLAIM_DATA:
+	case EV_PRED_CHANGED:
+	case EV_SELF_CHANGED:
 	case EV_CLAIM_CHANGED:
-	case EV_LOWEST_DATA:
-	case EV_LOWEST_CHANGED:
-		/* View reads survive a resign or a lapsed lease. */
-		return ev->gen == e->gen || e->session == SESSION_CONNECTED;
+	case EV_CHILDREN_CHANGED:
+	case EV_CLAIM_DATA:
+		/* Watches (checked by node name) and reads of the view. */
+		return true;
 	default:
 		return ev->gen == e->gen;
 	}
@@ -1010,6 +1457,8 @@ election_dispatch(struct election *e, const struct election_event *ev,
 {
 	if (e->phase == PHASE_STOPPED)
 		return;
+	if (ev->type == EV_CLAIM_DATA && e->claim_reads > 0)
+		e->claim_reads--;
 	if (!election_is_current(e, ev))
 		return;		/* rule 7 */
 
@@ -1045,66 +1494,34 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_claim_data(e, ev, out);
 		break;
 	case EV_CLAIM_CHANGED:
-		if (e->session == SESSION_CONNECTED)
-			election_watch_claim(e, out);
+		election_on_claim_changed(e, out);
+		break;
+	case EV_SUCCESSOR_DATA:
+		election_on_successor(e, ev);
+		break;
+	case EV_RELEASED:
+		election_on_released(e, ev, out);
 		break;
 	case EV_SELF_SET:
 	case EV_SELF_CHANGED:
 		election_on_self(e, ev, out);
 		break;
 	case EV_CHILDREN_CHANGED:
-		if (e->phase == PHASE_LEADING)
-			election_push(out, ACT_WATCH_CHILDREN, NULL);
-		break;
-	case EV_LOWEST_DATA:
-		election_on_lowest_data(e, ev, out);
-		break;
-	case EV_LOWEST_CHANGED:
-		election_on_lowest_changed(e, ev, out);
-		break;
-	case EV_DELETED:
-		election_on_deleted(e, ev, out);
+		if (e->phase == PHASE_LEADING && e->session == SESSION_CONNECTED)
+			election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 		break;
 	case EV_TICK:
-		election_on_tick(e, ev, out);
+		election_on_tick(e, out);
 		break;
 	case EV_RESIGN:
-		if (e->stopping || !e->candidate)
-			break;
-		if (ev->now + ev->hold_ms > e->hold_until)
-			e->hold_until = ev->now + ev->hold_ms;
-		/* Already letting go: the longer hold is all that changes. */
-		if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
-		    e->phase == PHASE_HOLDING)
-			break;
-		election_release(e, "resigned", out);
+		election_on_resign(e, ev, out);
 		break;
 	case EV_STOP:
-		if (e->stopping)
-			break;
-		e->stopping = true;
-		if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING) {
-			/* Finish the release under way, then exit (rule 10). */
-			election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
-			break;
-		}
-		election_release(e, "stopping", out);
+		election_on_stop(e, out);
 		break;
 	case EV_NOTIFIED:
-		if (e->phase != PHASE_RELEASING)
-			break;
-		if (e->node[0] != '\0' && e->session == SESSION_CONNECTED) {
-			e->phase = PHASE_DELETING;
-			election_push(out, ACT_DELETE, e->node);
-		} else if (e->stopping) {
-			e->phase = PHASE_STOPPED;
-			election_push(out, ACT_EXIT, NULL);
-		} else if (e->node[0] != '\0') {
-			e->phase = PHASE_DELETING;  /* when reconnected */
-		} else {
-			e->uuid[0] = '\0';
-			e->phase = PHASE_HOLDING;
-		}
+		if (e->phase == PHASE_RELEASING)
+			election_let_go(e, out);
 		break;
 	}
 }
@@ -1115,6 +1532,7 @@ election_step(struct election *e, const struct election_event *ev,
 {
 	struct election_report r;
 
+	e->now = ev->now;
 	election_dispatch(e, ev, out);
 	election_report(e, &r);
 	if (memcmp(&r, &e->last, sizeof(r)) != 0) {
@@ -1145,9 +1563,19 @@ election_lease_remaining(const struct election *e, uint64_t now)
 	return e->lease_deadline - now;
 }
 
+uint64_t
+election_hold_remaining(const struct election *e, uint64_t now)
+{
+	if (e->phase != PHASE_HOLDING || now >= e->hold_until)
+		return 0;
+	return e->hold_until - now;
+}
+
 void
 election_report(const struct election *e, struct election_report *r)
 {
+	const char *nl;
+
 	memset(r, 0, sizeof(*r));
 	r->role = e->role;
 	r->session = e->session;
@@ -1155,31 +1583,46 @@ election_report(const struct election *e, struct election_report *r)
 	r->epoch = e->role == ELECTION_LEADER ? e->epoch : 0;
 	r->candidates = e->candidates;
 	r->position = e->position;
+	r->holding = e->phase == PHASE_HOLDING;
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->id);
 		r->leader_epoch = e->epoch;
+		nl = strchr(e->claim_data, '\n');
+		if (nl != NULL) {
+			r->has_value = true;
+			snprintf(r->leader_value, sizeof(r->leader_value), "%s",
+			    nl + 1);
+		}
 	} else if (e->session == SESSION_CONNECTED && e->claim_known &&
-	    e->lowest_known && strcmp(e->lowest_id, e->claim_id) == 0 &&
-	    (uint64_t)e->lowest_czxid < e->claim_epoch &&
-	    e->phase != PHASE_CLAIMING) {
+	    !e->claim_mine) {
+		/* The leader named by the last claim we saw (DESIGN §1). */
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->claim_id);
 		r->leader_epoch = e->claim_epoch;
+		if (e->claim_has_value) {
+			r->has_value = true;
+			snprintf(r->leader_value, sizeof(r->leader_value), "%s",
+			    e->claim_value);
+		}
 	}
 }
 
 uint64_t
 election_next_tick(const struct election *e)
 {
-	uint64_t t = 0;
+	uint64_t t = 0, sixth = (uint64_t)e->timeout_ms / 6;
 
 #define EARLIEST(x) do { if ((x) != 0 && (t == 0 || (x) < t)) t = (x); } while (0)
 	if (e->phase == PHASE_LEADING) {
 		EARLIEST(e->lease_deadline);
-		if (!e->renew_inflight)
-			EARLIEST(e->next_renew);
+		if (e->riding_since != 0 && e->session != SESSION_CONNECTED)
+			EARLIEST(e->last_kick + sixth);
+		else if (e->renew_inflight && !e->kicked)
+			EARLIEST(e->renew_sent + sixth);
 	}
+	if (!e->renew_inflight && e->session == SESSION_CONNECTED)
+		EARLIEST(e->next_renew);
 	if (e->phase == PHASE_HOLDING)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	EARLIEST(e->retry_at);

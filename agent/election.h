@@ -14,8 +14,11 @@
 
 #define ELECTION_NAME_MAX	128	/* a contender node name, without the path */
 #define ELECTION_ID_MAX		256	/* an agent id, as stored in node data */
+#define ELECTION_VALUE_MAX	1025	/* election.value, with its NUL */
+#define ELECTION_DATA_MAX	(ELECTION_ID_MAX + ELECTION_VALUE_MAX)
 #define ELECTION_UUID_LEN	36
-#define ELECTION_ACTIONS_MAX	8
+#define ELECTION_ACTIONS_MAX	10
+#define ELECTION_SENT_RING	32	/* request send times kept for the lease */
 
 enum election_role {
 	ELECTION_UNKNOWN,
@@ -40,32 +43,33 @@ enum election_phase {
 	PHASE_LISTING,		/* children listed to evaluate */
 	PHASE_ADOPTING,		/* reading the owner of a node found by uuid */
 	PHASE_WATCHING,		/* follower: watch set on the predecessor */
+	PHASE_TAKEOVER,		/* nobody ahead: were we named by the last leader? */
 	PHASE_CLAIMING,		/* the claim multi in flight */
 	PHASE_LEADING,
 	PHASE_RELEASING,	/* resign/stop: waiting for the app to be told */
-	PHASE_DELETING,		/* resign/stop: delete of our node in flight */
+	PHASE_DELETING,		/* resign/stop: the release of our node under way */
 	PHASE_HOLDING,		/* resigned: waiting out the hold */
 	PHASE_OBSERVING,	/* observer: never joins */
 	PHASE_STOPPED,
 };
 
 enum election_event_type {
-	EV_SESSION,		/* zstate, session_id, timeout_ms */
+	EV_SESSION,		/* session, session_id, timeout_ms */
 	EV_PARENT_CREATED,	/* rc */
-	EV_CREATED,		/* rc, name, owner (from the create's Stat) */
+	EV_CREATED,		/* rc, name, owner, czxid */
 	EV_CHILDREN,		/* rc, names/count */
-	EV_PRED_SET,		/* rc: the awget on the predecessor */
-	EV_PRED_CHANGED,	/* watch_type: the predecessor's watch fired */
-	EV_OWNER,		/* rc, name, owner: stat of a node found by uuid */
-	EV_CLAIMED,		/* rc, zxid (mzxid of the claim), sent */
-	EV_RENEWED,		/* rc, owner, sent */
-	EV_CLAIM_DATA,		/* rc, data/datalen, zxid (mzxid of election node) */
-	EV_CLAIM_CHANGED,	/* watch on the election node fired */
-	EV_LOWEST_DATA,		/* rc, name, data/datalen, zxid (czxid) */
-	EV_LOWEST_CHANGED,	/* name: watch on the lowest node fired */
-	EV_DELETED,		/* rc: our node deleted (resign/stop) */
+	EV_PRED_SET,		/* rc, name: the awget on the predecessor */
+	EV_PRED_CHANGED,	/* name, deleted: the predecessor's watch fired */
+	EV_OWNER,		/* rc, name, owner, czxid: node found by uuid */
+	EV_CLAIMED,		/* rc, zxid (mzxid of the claim), failed_op */
+	EV_RENEWED,		/* rc, owner, czxid (own node); data, zxid, pzxid
+				   (election node) */
+	EV_CLAIM_DATA,		/* rc, data/datalen, zxid (mzxid), pzxid */
+	EV_CLAIM_CHANGED,	/* the watch on the election node fired */
+	EV_SUCCESSOR_DATA,	/* rc, name, data/datalen: the leader's successor */
+	EV_RELEASED,		/* rc, failed_op: the release multi */
 	EV_CHILDREN_CHANGED,	/* the leader's watch on the children fired */
-	EV_SELF_SET,		/* rc: the awget on our own node */
+	EV_SELF_SET,		/* rc, name: the awget on our own node */
 	EV_SELF_CHANGED,	/* name, deleted: the watch on our own node fired */
 	EV_TICK,		/* time passed; check lease, renewal, retries */
 	EV_RESIGN,		/* hold_ms */
@@ -78,6 +82,7 @@ struct election_event {
 	uint64_t	 gen;		/* generation the call was made under */
 	uint64_t	 now;		/* ms, CLOCK_BOOTTIME */
 	int		 rc;		/* ZooKeeper return code (ZOK = 0) */
+	int		 failed_op;	/* multi: index of the op that failed, or -1 */
 	enum election_session session;
 	int64_t		 session_id;
 	int		 timeout_ms;
@@ -87,25 +92,29 @@ struct election_event {
 	char *const	*names;
 	int		 count;
 	int64_t		 zxid;
+	int64_t		 pzxid;
+	int64_t		 czxid;
 	int64_t		 owner;
-	uint64_t	 sent;		/* when the request was sent (ms) */
 	uint64_t	 hold_ms;
 	bool		 deleted;	/* watch said the node was deleted */
 };
 
 enum election_action_type {
 	ACT_CREATE_PARENT,	/* create every component of the path */
-	ACT_CREATE,		/* create _c_<uuid>-latch- EPHEMERAL_SEQUENTIAL */
-	ACT_LIST,		/* get children of the election path */
+	ACT_CREATE,		/* create _c_<uuid>-latch- EPHEMERAL_SEQUENTIAL,
+				   data = our claim data */
+	ACT_LIST,		/* get children (after a sync when a->sync) */
 	ACT_WATCH_CHILDREN,	/* the same, with a child watch (leader only) */
 	ACT_WATCH_PRED,		/* awget name (watch + NONODE check) */
-	ACT_GET_OWNER,		/* exists name, for its ephemeralOwner */
-	ACT_CLAIM,		/* multi: check name, setData(path, id) */
-	ACT_RENEW,		/* sync, then exists name */
+	ACT_GET_OWNER,		/* exists name, for its ephemeralOwner, czxid */
+	ACT_CLAIM,		/* multi: check name, setData(path, claim data) */
+	ACT_RENEW,		/* sync path, exists name, get path (no watch) */
 	ACT_WATCH_CLAIM,	/* awget the election node */
-	ACT_WATCH_LOWEST,	/* awget name */
 	ACT_WATCH_SELF,		/* awget name: our own node, to learn of its deletion */
-	ACT_DELETE,		/* delete name */
+	ACT_READ_SUCCESSOR,	/* get name (no watch): the leader's successor */
+	ACT_RELEASE,		/* multi: [check successor], delete name,
+				   [setData(path, data)] */
+	ACT_KICK,		/* drop the connection to a stalled server */
 	ACT_NEW_SESSION,	/* close the handle, open a fresh one */
 	ACT_NOTIFY,		/* role changed: log it, tell the app */
 	ACT_EXIT,		/* stopped: leave the loop */
@@ -114,9 +123,18 @@ enum election_action_type {
 struct election_action {
 	enum election_action_type type;
 	char		 name[ELECTION_NAME_MAX];	/* node, when it applies */
-	enum election_role from, to;			/* ACT_NOTIFY */
-	const char	*reason;			/* ACT_NOTIFY */
-	bool		 wait;		/* ACT_NOTIFY: answer with EV_NOTIFIED */
+	bool		 sync;		/* ACT_LIST: sync first (authoritative) */
+	/* ACT_RELEASE */
+	char		 successor[ELECTION_NAME_MAX];	/* "" = no check op */
+	bool		 write_claim;	/* set the election node to data */
+	/* ACT_CREATE, ACT_CLAIM, ACT_RELEASE: bytes owned by the election,
+	 * valid until its next step */
+	const char	*data;
+	int		 datalen;
+	/* ACT_NOTIFY */
+	enum election_role from, to;
+	const char	*reason;
+	bool		 wait;		/* answer with EV_NOTIFIED */
 };
 
 struct election_actions {
@@ -132,16 +150,23 @@ struct election_report {
 	uint64_t	 epoch;		/* ours while leading, else 0 */
 	bool		 has_leader;
 	char		 leader_id[ELECTION_ID_MAX];
+	char		 leader_value[ELECTION_VALUE_MAX];
+	bool		 has_value;
 	uint64_t	 leader_epoch;
 	int		 candidates;
 	int		 position;	/* ours among contenders, -1 if none */
+	bool		 holding;	/* resigned, waiting out the hold */
 };
 
 struct election {
 	/* configuration */
 	char		 id[ELECTION_ID_MAX];
+	char		 claim_data[ELECTION_DATA_MAX];	/* id, or id "\n" value */
+	int		 claim_datalen;
 	bool		 candidate;
-	unsigned	 lease_num, lease_den;	/* lease fraction of T, 2/3 */
+	bool		 step_down;	/* election.disconnect: step_down */
+	unsigned	 renew_div;	/* renew every T/renew_div (6) */
+	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
 	void		*uuid_arg;
 
@@ -150,37 +175,64 @@ struct election {
 	int64_t		 session_id;
 	int		 timeout_ms;		/* negotiated T */
 	uint64_t	 gen;			/* rule 7 */
+	uint64_t	 sent[ELECTION_SENT_RING]; /* requests on this connection */
+	int		 nsent;
 
 	/* our place in the queue */
 	enum election_phase phase;
 	char		 uuid[ELECTION_UUID_LEN + 1];	/* "" = none yet */
 	char		 node[ELECTION_NAME_MAX];	/* "" = not known */
+	int64_t		 node_czxid;
 	char		 predecessor[ELECTION_NAME_MAX];
-	uint64_t	 self_watch_gen;	/* gen our own node's watch was set in */
+	bool		 self_watched;	/* our node's watch is set (this session) */
 	int		 candidates;
 	int		 position;
+	char		**ahead;	/* contenders ahead of us, as last listed */
+	int		 nahead;
 
-	/* leadership and lease */
+	/* the session lease: our session lives at least until lease_deadline
+	 * (DESIGN §2 rule 2); leadership is reported only before it */
 	enum election_role role;
 	uint64_t	 epoch;
-	uint64_t	 lease_deadline;	/* ms; meaningful while leading */
-	uint64_t	 next_renew;
+	uint64_t	 lease_deadline;
+	uint64_t	 next_renew;	/* 0 = no renewals (not leading, not next) */
 	bool		 renew_inflight;
+	uint64_t	 renew_sent;
+	bool		 kicked;	/* this renewal's connection was kicked */
+	bool		 confirmed;	/* the term holds in this connection */
+	uint64_t	 riding_since;	/* leading through a disconnect since */
+	uint64_t	 last_kick;
 	uint64_t	 renewals;		/* acknowledged, and their */
 	uint64_t	 renewal_ms_total;	/* round trips summed, */
 	uint64_t	 renewal_ms_max;	/* and the slowest */
+	uint64_t	 rides_kept;	/* disconnects ridden through */
+	uint64_t	 rides_lost;	/* disconnects that cost the term */
+	uint64_t	 kicks;
 
-	/* the claim others made, as followers see it */
-	bool		 claim_watch_armed;	/* a read of the election node asked */
+	/* the claim, as the election node says */
 	bool		 claim_known;
 	char		 claim_id[ELECTION_ID_MAX];
+	char		 claim_value[ELECTION_VALUE_MAX];
+	bool		 claim_has_value;
+	bool		 claim_mine;	/* its data is our claim data */
 	uint64_t	 claim_epoch;
-	char		**ahead;	/* contenders ahead of us, as last listed */
-	int		 nahead;
-	char		 lowest[ELECTION_NAME_MAX];
-	bool		 lowest_known;
-	char		 lowest_id[ELECTION_ID_MAX];
-	int64_t		 lowest_czxid;
+	int64_t		 claim_pzxid;
+
+	/* the leader's successor, named when it lets go */
+	char		 succ[ELECTION_NAME_MAX];
+	char		 succ_data[ELECTION_DATA_MAX];
+	int		 succ_datalen;	/* -1 = not read yet */
+
+	/* a term to start once the lease allows it (PHASE_TAKEOVER) */
+	uint64_t	 term_epoch;	/* named or claimed; 0 = none yet */
+	bool		 claim_inflight;
+	uint64_t	 claim_sent;
+	uint64_t	 spent_epoch;	/* the highest epoch we have led under */
+	int		 claim_reads;	/* reads of the election node in flight */
+	bool		 claim_owed;	/* the election node's watch is not set */
+	uint64_t	 claim_seen;	/* highest mzxid of it we have read */
+	bool		 release_claim;	/* the release writes the election node */
+	bool		 release_succ;	/* ... and checks the successor */
 
 	/* retries, resign and stop */
 	uint64_t	 retry_at;		/* 0 = none */
@@ -189,11 +241,14 @@ struct election {
 	bool		 stopping;
 
 	/* reporting */
+	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;
 };
 
-void election_init(struct election *e, const char *id, bool candidate);
+/* Sets up an election for ID; VALUE (may be NULL) travels in its claims. */
+void election_init(struct election *e, const char *id, const char *value,
+    bool candidate);
 /* Frees what the election holds (the list of contenders ahead). */
 void election_free(struct election *e);
 
@@ -206,6 +261,9 @@ enum election_role election_role_at(const struct election *e, uint64_t now);
 
 /* Lease time left at now, in ms (0 when not leading or lapsed). */
 uint64_t election_lease_remaining(const struct election *e, uint64_t now);
+
+/* Hold time left at now, in ms (0 unless resigned and holding). */
+uint64_t election_hold_remaining(const struct election *e, uint64_t now);
 
 /* Fills the reportable view (leader as followers see it, etc.). */
 void election_report(const struct election *e, struct election_report *r);

@@ -233,6 +233,7 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
+	log_debug("trace: stop at=%" PRIu64, clock_now_us());
 	sdnotify_stopping();
 	/* Hooks get their whole timeout and the kill grace before we give up. */
 	if (agent->conf->notify_on_follower != NULL)
@@ -312,7 +313,8 @@ main(int argc, char *argv[])
 	agent.stats.role_since = agent.started;
 
 	election_init(&agent.election, agent.conf->election_id,
-	    agent.conf->election_candidate);
+	    agent.conf->election_value, agent.conf->election_candidate);
+	agent.election.step_down = agent.conf->election_step_down;
 	agent.election.uuid_gen = agent_uuid;
 
 	agent.ev_sigterm = evsignal_new(agent.base, SIGTERM, agent_signal_cb, &agent);

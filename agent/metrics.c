@@ -88,6 +88,17 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 		    election_role_name((enum election_role)t->to), reason, t->count);
 	}
 	evbuffer_add_printf(out,
+	    "# HELP zkelect_disconnects_ridden_total Disconnects while leading, by outcome: "
+	    "kept (reconnected within the lease, same term) or lost.\n"
+	    "# TYPE zkelect_disconnects_ridden_total counter\n"
+	    "zkelect_disconnects_ridden_total{outcome=\"kept\"} %" PRIu64 "\n"
+	    "zkelect_disconnects_ridden_total{outcome=\"lost\"} %" PRIu64 "\n"
+	    "# HELP zkelect_connection_kicks_total Connections to a silent ZooKeeper server "
+	    "dropped to reach another within the lease.\n"
+	    "# TYPE zkelect_connection_kicks_total counter\n"
+	    "zkelect_connection_kicks_total %" PRIu64 "\n",
+	    e->rides_kept, e->rides_lost, e->kicks);
+	evbuffer_add_printf(out,
 	    "# HELP zkelect_renewals_total Lease renewals acknowledged.\n"
 	    "# TYPE zkelect_renewals_total counter\nzkelect_renewals_total %" PRIu64 "\n",
 	    e->renewals);

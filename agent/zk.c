@@ -10,12 +10,19 @@
  * close a handle from one). Completions and watches carry the generation
  * they were started under; the election drops stale ones (rule 7).
  */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <zookeeper/zookeeper.h>
@@ -28,28 +35,38 @@
 enum zk_kind {
 	ZK_SESSION, ZK_PARENT, ZK_CREATE, ZK_LIST, ZK_PRED_SET, ZK_PRED_WATCH,
 	ZK_OWNER, ZK_CLAIM, ZK_RENEW, ZK_CLAIM_DATA, ZK_CLAIM_WATCH,
-	ZK_LOWEST_DATA, ZK_LOWEST_WATCH, ZK_DELETE, ZK_NOTIFIED, ZK_CHILD_WATCH,
+	ZK_SUCCESSOR, ZK_RELEASE, ZK_NOTIFIED, ZK_CHILD_WATCH,
 	ZK_SELF_SET, ZK_SELF_WATCH,
 };
 
 static const char *const zk_kind_names[] = {
 	"session", "create election path", "create", "list", "watch predecessor",
 	"predecessor watch", "owner", "claim", "renew", "read claim",
-	"claim watch", "read lowest", "lowest watch", "delete", "notified",
+	"claim watch", "read successor", "release", "notified",
 	"children watch", "watch own node", "own node watch",
 };
 
-/* One request in flight; freed by the loop once its completion is applied. */
+/*
+ * One request in flight, freed by the completion that answers it. A renewal
+ * is three pipelined calls sharing one request; the last of them to
+ * complete reports all three. A multi keeps its ops and results here.
+ */
 struct zk_req {
 	struct zk	*zk;
 	enum zk_kind	 kind;
 	uint64_t	 gen;
-	uint64_t	 sent;
 	char		 name[ELECTION_NAME_MAX];
-	/* the claim multi */
-	zoo_op_t	 ops[2];
-	zoo_op_result_t	 results[2];
+	int		 refs;		/* completions still to come */
+	int		 rc;		/* the first failure */
+	int		 failed_op;
+	int64_t		 owner, czxid, mzxid, pzxid;
+	char		*data;
+	int		 datalen;
+	zoo_op_t	 ops[3];
+	zoo_op_result_t	 results[3];
 	struct Stat	 set_stat;
+	int		 nops;
+	char		 paths[2][CONFIG_ZK_PATH_MAX];
 };
 
 /* A message from the ZooKeeper thread to the loop. */
@@ -57,8 +74,8 @@ struct zk_msg {
 	struct zk_msg	*next;
 	enum zk_kind	 kind;
 	uint64_t	 gen;
-	uint64_t	 sent;
 	int		 rc;
+	int		 failed_op;
 	int		 state;		/* session events */
 	int64_t		 session_id;
 	int		 timeout_ms;
@@ -69,6 +86,8 @@ struct zk_msg {
 	char		**names;
 	int		 count;
 	int64_t		 zxid;
+	int64_t		 pzxid;
+	int64_t		 czxid;
 	int64_t		 owner;
 	zhandle_t	*zh;		/* session events: which handle */
 };
@@ -88,9 +107,18 @@ struct zk {
 	struct zk_msg	*head, **tail;
 	bool		 disconnected;	/* an outage is under way (log it once) */
 	bool		 ever_connected;
+	struct sockaddr_storage *addrs;	/* the servers, for zk_kick */
+	int		 naddrs;
 };
 
 static void	zk_perform(struct zk *, const struct election_action *);
+
+/* A step of the graceful handover, for tests/bench/breakdown.py. */
+static void
+zk_trace(const char *step)
+{
+	log_debug("trace: %s at=%" PRIu64, step, clock_now_us());
+}
 
 /* --- ZooKeeper threads: copy, queue, wake. --- */
 
@@ -114,6 +142,7 @@ zk_msg_new(enum zk_kind kind, uint64_t gen, int rc)
 	m->kind = kind;
 	m->gen = gen;
 	m->rc = rc;
+	m->failed_op = -1;
 	return m;
 }
 
@@ -132,8 +161,15 @@ zk_dup(const char *s, int len)
 	return p;
 }
 
-/* Watch contexts are integers, not allocations: a watch may never fire. */
-#define ZK_WATCH_CTX(gen, kind)	((void *)(uintptr_t)(((gen) << 8) | (kind)))
+/*
+ * Watch contexts are the kind alone: no allocation (a watch may never fire)
+ * and no generation. The client keeps one watcher per (function, context)
+ * and path, and re-registers it after a reconnect within the session, so a
+ * constant context means one watcher per node however often we reconnect
+ * (a generation in it would pile up a watcher per reconnect). The election
+ * checks each event against its current state by node name.
+ */
+#define ZK_WATCH_CTX(kind)	((void *)(uintptr_t)(kind))
 
 static void
 zk_session_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -167,7 +203,7 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 	/* Rule 5: session events are for the session watcher alone. */
 	if (type == ZOO_SESSION_EVENT || zk == NULL)
 		return;
-	m = zk_msg_new((enum zk_kind)(v & 0xff), (uint64_t)(v >> 8), ZOK);
+	m = zk_msg_new((enum zk_kind)v, 0, ZOK);
 	m->type = type;
 	if (path != NULL) {
 		slash = strrchr(path, '/');
@@ -176,23 +212,112 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 	zk_enqueue(zk, m);
 }
 
+/* The first op of a failed multi that says why (later ones only say
+ * "rolled back"). */
+static int
+zk_multi_failed_op(const struct zk_req *req)
+{
+	int i;
+
+	for (i = 0; i < req->nops; i++)
+		if (req->results[i].err != ZOK &&
+		    req->results[i].err != ZRUNTIMEINCONSISTENCY)
+			return i;
+	return -1;
+}
+
+/* A multi (claim or release) answered. */
 static void
-zk_void_cb(int rc, const void *data)
+zk_multi_cb(int rc, const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m;
+	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
 
-	if (req == NULL)
-		return;
-	m = zk_msg_new(req->kind, req->gen, rc);
-	m->sent = req->sent;
 	m->name = strdup(req->name);
-	if (req->kind == ZK_CLAIM && rc == ZOK)
+	if (rc == ZOK && req->kind == ZK_CLAIM)
 		m->zxid = req->set_stat.mzxid;
-	if (req->kind == ZK_CLAIM && rc != ZOK && req->results[0].err != ZOK)
-		m->rc = req->results[0].err;	/* the check op: our node */
+	if (rc != ZOK) {
+		m->failed_op = zk_multi_failed_op(req);
+		if (m->failed_op >= 0)
+			m->rc = req->results[m->failed_op].err;
+	}
 	zk_enqueue(req->zk, m);
 	free(req);
+}
+
+/* One of the calls sharing a request is done: the last one reports. */
+static void
+zk_req_done(struct zk_req *req)
+{
+	struct zk_msg *m;
+
+	if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	m = zk_msg_new(req->kind, req->gen, req->rc);
+	m->failed_op = req->failed_op;
+	m->name = strdup(req->name);
+	m->owner = req->owner;
+	m->czxid = req->czxid;
+	m->zxid = req->mzxid;
+	m->pzxid = req->pzxid;
+	m->data = req->data;
+	m->datalen = req->datalen;
+	zk_enqueue(req->zk, m);
+	free(req);
+}
+
+static void
+zk_req_fail(struct zk_req *req, int op, int rc)
+{
+	if (rc != ZOK && req->rc == ZOK) {
+		req->rc = rc;
+		req->failed_op = op;
+	}
+}
+
+/* The renewal's three calls, answered in order on one connection. */
+static void
+zk_renew_sync_cb(int rc, const char *value, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+
+	zk_req_fail(req, 0, rc);
+	zk_req_done(req);
+}
+
+static void
+zk_renew_exists_cb(int rc, const struct Stat *stat, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+
+	zk_req_fail(req, 1, rc);
+	if (rc == ZOK && stat != NULL) {
+		req->owner = stat->ephemeralOwner;
+		req->czxid = stat->czxid;
+	}
+	zk_req_done(req);
+}
+
+static void
+zk_renew_get_cb(int rc, const char *value, int value_len,
+    const struct Stat *stat, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+
+	zk_req_fail(req, 2, rc);
+	if (rc == ZOK && stat != NULL) {
+		req->data = zk_dup(value, value_len);
+		req->datalen = value != NULL ? value_len : 0;
+		req->mzxid = stat->mzxid;
+		req->pzxid = stat->pzxid;
+	}
+	zk_req_done(req);
+}
+
+/* A sync before a listing: only its failure matters, the listing says it. */
+static void
+zk_sync_cb(int rc, const char *value, const void *data)
+{
 }
 
 static void
@@ -216,8 +341,10 @@ zk_string_stat_cb(int rc, const char *value, const struct Stat *stat,
 
 	if (rc == ZOK && value != NULL)
 		m->name = strdup(value);
-	if (rc == ZOK && stat != NULL)
+	if (rc == ZOK && stat != NULL) {
 		m->owner = stat->ephemeralOwner;
+		m->czxid = stat->czxid;
+	}
 	zk_enqueue(req->zk, m);
 	free(req);
 }
@@ -228,10 +355,11 @@ zk_stat_cb(int rc, const struct Stat *stat, const void *data)
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
 	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
 
-	m->sent = req->sent;
 	m->name = strdup(req->name);
-	if (rc == ZOK && stat != NULL)
+	if (rc == ZOK && stat != NULL) {
 		m->owner = stat->ephemeralOwner;
+		m->czxid = stat->czxid;
+	}
 	zk_enqueue(req->zk, m);
 	free(req);
 }
@@ -246,10 +374,12 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 	m->name = strdup(req->name);
 	if (rc == ZOK) {
 		m->data = zk_dup(value, value_len);
-		m->datalen = value != NULL ? value_len : -1;
-		if (stat != NULL)
-			m->zxid = req->kind == ZK_LOWEST_DATA ? stat->czxid :
-			    stat->mzxid;
+		m->datalen = value != NULL ? value_len : 0;
+		if (stat != NULL) {
+			m->zxid = stat->mzxid;
+			m->pzxid = stat->pzxid;
+			m->czxid = stat->czxid;
+		}
 	}
 	zk_enqueue(req->zk, m);
 	free(req);
@@ -343,13 +473,15 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	ev.gen = m->gen;
 	ev.now = clock_now_ms();
 	ev.rc = m->rc;
-	ev.sent = m->sent;
+	ev.failed_op = m->failed_op;
 	ev.name = m->name;
 	ev.data = m->data;
 	ev.datalen = m->datalen;
 	ev.names = m->names;
 	ev.count = m->count;
 	ev.zxid = m->zxid;
+	ev.pzxid = m->pzxid;
+	ev.czxid = m->czxid;
 	ev.owner = m->owner;
 	ev.deleted = m->type == ZOO_DELETED_EVENT;
 
@@ -375,10 +507,16 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_RENEW:		ev.type = EV_RENEWED; break;
 	case ZK_CLAIM_DATA:	ev.type = EV_CLAIM_DATA; break;
 	case ZK_CLAIM_WATCH:	ev.type = EV_CLAIM_CHANGED; break;
-	case ZK_LOWEST_DATA:	ev.type = EV_LOWEST_DATA; break;
-	case ZK_LOWEST_WATCH:	ev.type = EV_LOWEST_CHANGED; break;
-	case ZK_DELETE:		ev.type = EV_DELETED; break;
-	case ZK_NOTIFIED:	ev.type = EV_NOTIFIED; break;
+	case ZK_SUCCESSOR:	ev.type = EV_SUCCESSOR_DATA; break;
+	case ZK_RELEASE:
+		ev.type = EV_RELEASED;
+		if (ev.rc == ZOK && ev.gen == zk->agent->election.gen)
+			zk_trace("release-done");
+		break;
+	case ZK_NOTIFIED:
+		ev.type = EV_NOTIFIED;
+		zk_trace("told");
+		break;
 	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
 	case ZK_SELF_SET:	ev.type = EV_SELF_SET; break;
 	case ZK_SELF_WATCH:	ev.type = EV_SELF_CHANGED; break;
@@ -488,16 +626,25 @@ zk_req_new(struct zk *zk, enum zk_kind kind, const char *name)
 	req->zk = zk;
 	req->kind = kind;
 	req->gen = zk->agent->election.gen;
-	req->sent = clock_now_ms();
+	req->failed_op = -1;
 	if (name != NULL)
 		snprintf(req->name, sizeof(req->name), "%s", name);
 	return req;
 }
 
-static void
+/* PATH/NAME into buf; config keeps paths short enough, and a path that
+ * would not fit is never sent cut short. */
+static int
 zk_node_path(struct zk *zk, const char *name, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s", zk->path, name);
+	int n = snprintf(buf, len, "%s/%s", zk->path, name);
+
+	if (n < 0 || (size_t)n >= len) {
+		log_error("zookeeper: path %s/%s too long; not sent", zk->path,
+		    name);
+		return -1;
+	}
+	return 0;
 }
 
 /* A call the client refused outright (handle closing, bad state) is
@@ -520,12 +667,207 @@ static int
 zk_watch_node(struct zk *zk, const char *name, enum zk_kind read_kind,
     enum zk_kind watch_kind, struct zk_req **reqp)
 {
-	char path[1024];
+	char path[CONFIG_ZK_PATH_MAX];
 
-	zk_node_path(zk, name, path, sizeof(path));
 	*reqp = zk_req_new(zk, read_kind, name);
-	return zoo_awget(zk->zh, path, zk_node_watcher,
-	    ZK_WATCH_CTX(zk->agent->election.gen, watch_kind), zk_data_cb, *reqp);
+	if (zk_node_path(zk, name, path, sizeof(path)) == -1)
+		return ZBADARGUMENTS;
+	return zoo_awget(zk->zh, path, zk_node_watcher, ZK_WATCH_CTX(watch_kind),
+	    zk_data_cb, *reqp);
+}
+
+/*
+ * The renewal: a sync (it goes through the ZooKeeper leader), then a read
+ * of our own node (still ours after the sync: the session was alive at the
+ * leader) and of the election node (whose claim stands). Replies come in
+ * order; the last one reports all three.
+ */
+static int
+zk_renew(struct zk *zk, const char *name, struct zk_req **reqp)
+{
+	struct zk_req *req = zk_req_new(zk, ZK_RENEW, name);
+	int rc, i;
+
+	*reqp = NULL;
+	req->refs = 3;
+	if (zk_node_path(zk, name, req->paths[0], sizeof(req->paths[0])) == -1) {
+		*reqp = req;
+		return ZBADARGUMENTS;
+	}
+	for (i = 0; i < 3; i++) {
+		if (i == 0)
+			rc = zoo_async(zk->zh, zk->path, zk_renew_sync_cb, req);
+		else if (i == 1)
+			rc = zoo_aexists(zk->zh, req->paths[0], 0,
+			    zk_renew_exists_cb, req);
+		else
+			rc = zoo_aget(zk->zh, zk->path, 0, zk_renew_get_cb, req);
+		if (rc != ZOK)
+			break;
+	}
+	if (i == 0) {
+		*reqp = req;	/* nothing queued: refuse it whole */
+		return rc;
+	}
+	for (; i < 3; i++) {
+		/* Calls that were not queued will not complete. */
+		zk_req_fail(req, i, rc);
+		zk_req_done(req);
+	}
+	return ZOK;
+}
+
+/* The claim or the release: one atomic multi (see election.h). */
+static int
+zk_multi(struct zk *zk, const struct election_action *a, struct zk_req **reqp)
+{
+	struct zk_req *req;
+	int n = 0;
+
+	*reqp = req = zk_req_new(zk, a->type == ACT_CLAIM ? ZK_CLAIM : ZK_RELEASE,
+	    a->name);
+	if (zk_node_path(zk, a->name, req->paths[0], sizeof(req->paths[0])) == -1)
+		return ZBADARGUMENTS;
+	if (a->type == ACT_CLAIM) {
+		/* Our node still exists, and the election node is written
+		 * with our claim: its mzxid is the epoch. The quorum orders it
+		 * after our node's creation and after every earlier claim. */
+		zoo_check_op_init(&req->ops[n++], req->paths[0], -1);
+		zoo_set_op_init(&req->ops[n++], zk->path, a->data, a->datalen, -1,
+		    &req->set_stat);
+	} else {
+		/* Let go of our node; a leader names its successor in the
+		 * same transaction (or says nobody leads), so the successor
+		 * needs no write of its own. */
+		if (a->successor[0] != '\0') {
+			if (zk_node_path(zk, a->successor, req->paths[1],
+			    sizeof(req->paths[1])) == -1)
+				return ZBADARGUMENTS;
+			zoo_check_op_init(&req->ops[n++], req->paths[1], -1);
+		}
+		zoo_delete_op_init(&req->ops[n++], req->paths[0], -1);
+		if (a->write_claim)
+			zoo_set_op_init(&req->ops[n++], zk->path, a->data,
+			    a->datalen, -1, &req->set_stat);
+	}
+	req->nops = n;
+	return zoo_amulti(zk->zh, n, req->ops, req->results, zk_multi_cb, req);
+}
+
+/*
+ * Resolves the configured servers once, so that zk_kick can tell the
+ * client's socket among ours. A name that does not resolve yet is skipped.
+ */
+static void
+zk_resolve_servers(struct zk *zk)
+{
+	char *list, *host, *save = NULL, *slash, *colon;
+	struct addrinfo hints, *res, *ai;
+
+	free(zk->addrs);
+	zk->addrs = NULL;
+	zk->naddrs = 0;
+	if ((list = strdup(zk->agent->conf->zk_servers)) == NULL)
+		abort();
+	if ((slash = strchr(list, '/')) != NULL)
+		*slash = '\0';		/* the chroot */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	for (host = strtok_r(list, ",", &save); host != NULL;
+	    host = strtok_r(NULL, ",", &save)) {
+		colon = strrchr(host, ':');
+		if (colon == NULL)
+			continue;
+		*colon = '\0';
+		if (host[0] == '[' && colon[-1] == ']') {
+			colon[-1] = '\0';
+			host++;
+		}
+		if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+			continue;
+		for (ai = res; ai != NULL; ai = ai->ai_next) {
+			zk->addrs = reallocarray(zk->addrs, (size_t)zk->naddrs + 1,
+			    sizeof(*zk->addrs));
+			if (zk->addrs == NULL)
+				abort();
+			memset(&zk->addrs[zk->naddrs], 0, sizeof(*zk->addrs));
+			memcpy(&zk->addrs[zk->naddrs++], ai->ai_addr, ai->ai_addrlen);
+		}
+		freeaddrinfo(res);
+	}
+	free(list);
+}
+
+static bool
+zk_is_server(const struct zk *zk, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)ss, *b4;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss, *b6;
+	int i;
+
+	for (i = 0; i < zk->naddrs; i++) {
+		if (ss->ss_family != zk->addrs[i].ss_family)
+			continue;
+		if (ss->ss_family == AF_INET) {
+			b4 = (const struct sockaddr_in *)&zk->addrs[i];
+			if (a4->sin_port == b4->sin_port &&
+			    a4->sin_addr.s_addr == b4->sin_addr.s_addr)
+				return true;
+		} else if (ss->ss_family == AF_INET6) {
+			b6 = (const struct sockaddr_in6 *)&zk->addrs[i];
+			if (a6->sin6_port == b6->sin6_port &&
+			    memcmp(&a6->sin6_addr, &b6->sin6_addr,
+			    sizeof(a6->sin6_addr)) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The leader's renewal has hung for T/6, or a reconnection attempt has:
+ * the server may be stopped or cut off. The C client would wait 2T/3 of
+ * silence before trying another one, by which time the lease is gone. The
+ * client has no call to move on, so shut its socket down: its IO thread
+ * sees the connection end, as it would if the server had reset it, and
+ * reconnects to the next server within the same session.
+ */
+static void
+zk_kick(struct zk *zk)
+{
+	struct sockaddr_storage peer;
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+	struct dirent *de;
+	struct stat st;
+	socklen_t len;
+	DIR *dir;
+	int fd;
+
+	if (zk->naddrs == 0)
+		zk_resolve_servers(zk);
+	if ((dir = opendir("/proc/self/fd")) == NULL) {
+		log_warn("zookeeper: cannot look for the stalled connection");
+		return;
+	}
+	while ((de = readdir(dir)) != NULL) {
+		fd = atoi(de->d_name);
+		if (fd <= STDERR_FILENO || fd == dirfd(dir) ||
+		    fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode))
+			continue;
+		len = sizeof(peer);
+		memset(&peer, 0, sizeof(peer));
+		if (getpeername(fd, (struct sockaddr *)&peer, &len) == -1 ||
+		    !zk_is_server(zk, &peer))
+			continue;
+		if (getnameinfo((struct sockaddr *)&peer, len, host, sizeof(host),
+		    port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+			strcpy(host, "?");
+		log_warnx("zookeeper: no answer from %s:%s for %d ms; "
+		    "moving to another server", host, port,
+		    zk->agent->election.timeout_ms / 6);
+		shutdown(fd, SHUT_RDWR);
+	}
+	closedir(dir);
 }
 
 static void
@@ -533,7 +875,7 @@ zk_perform(struct zk *zk, const struct election_action *a)
 {
 	struct agent *agent = zk->agent;
 	struct election *e = &agent->election;
-	char path[1024];
+	char path[CONFIG_ZK_PATH_MAX];
 	struct zk_req *req = NULL;
 	int rc = ZOK;
 
@@ -559,70 +901,73 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		break;
 	}
 	case ACT_CREATE:
-		snprintf(path, sizeof(path), "%s%s-latch-", zk->prefix, e->uuid);
 		req = zk_req_new(zk, ZK_CREATE, NULL);
+		if (snprintf(path, sizeof(path), "%s%s-latch-", zk->prefix,
+		    e->uuid) >= (int)sizeof(path)) {
+			rc = ZBADARGUMENTS;
+			break;
+		}
 		log_debug("election: creating %s", path);
-		rc = zoo_acreate2(zk->zh, path, e->id, (int)strlen(e->id),
+		rc = zoo_acreate2(zk->zh, path, a->data, a->datalen,
 		    zk->aclp, ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req);
 		break;
 	case ACT_LIST:
 		req = zk_req_new(zk, ZK_LIST, NULL);
-		rc = zoo_aget_children(zk->zh, zk->path, 0, zk_strings_cb, req);
+		if (a->sync)
+			rc = zoo_async(zk->zh, zk->path, zk_sync_cb, NULL);
+		if (rc == ZOK)
+			rc = zoo_aget_children(zk->zh, zk->path, 0, zk_strings_cb,
+			    req);
 		break;
 	case ACT_WATCH_CHILDREN:
 		req = zk_req_new(zk, ZK_LIST, NULL);
 		rc = zoo_awget_children(zk->zh, zk->path, zk_node_watcher,
-		    ZK_WATCH_CTX(e->gen, ZK_CHILD_WATCH), zk_strings_cb, req);
+		    ZK_WATCH_CTX(ZK_CHILD_WATCH), zk_strings_cb, req);
 		break;
 	case ACT_WATCH_PRED:
 		rc = zk_watch_node(zk, a->name, ZK_PRED_SET, ZK_PRED_WATCH, &req);
 		break;
 	case ACT_GET_OWNER:
-		zk_node_path(zk, a->name, path, sizeof(path));
 		req = zk_req_new(zk, ZK_OWNER, a->name);
-		rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
-		break;
-	case ACT_CLAIM:
-		/*
-		 * One atomic multi: our node still exists, and the election
-		 * node is written with our id. Its mzxid is the epoch: the
-		 * quorum ordered it after our node's creation and after the
-		 * previous claim, so epochs only grow.
-		 */
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_CLAIM, a->name);
-		/* The multi is serialised here; path need not outlive it. */
-		zoo_check_op_init(&req->ops[0], path, -1);
-		zoo_set_op_init(&req->ops[1], zk->path, e->id, (int)strlen(e->id),
-		    -1, &req->set_stat);
-		rc = zoo_amulti(zk->zh, 2, req->ops, req->results, zk_void_cb, req);
-		break;
-	case ACT_RENEW:
-		/* sync goes through the ZooKeeper leader; the read after it
-		 * proves our node (so our session) is alive there. */
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_RENEW, a->name);
-		rc = zoo_async(zk->zh, zk->path, zk_string_cb, NULL);
-		if (rc == ZOK)
+		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+			rc = ZBADARGUMENTS;
+		else
 			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
 		break;
+	case ACT_CLAIM:
+		zk_trace("confirm-sent");
+		rc = zk_multi(zk, a, &req);
+		break;
+	case ACT_RELEASE:
+		zk_trace("release-sent");
+		log_info("election: releasing %s/%s%s%s", zk->path, a->name,
+		    a->successor[0] != '\0' ? "; naming the next leader " : "",
+		    a->successor);
+		rc = zk_multi(zk, a, &req);
+		break;
+	case ACT_RENEW:
+		rc = zk_renew(zk, a->name, &req);
+		break;
 	case ACT_WATCH_CLAIM:
+		if (e->phase == PHASE_TAKEOVER)
+			zk_trace("confirm-sent");
 		req = zk_req_new(zk, ZK_CLAIM_DATA, NULL);
 		rc = zoo_awget(zk->zh, zk->path, zk_node_watcher,
-		    ZK_WATCH_CTX(e->gen, ZK_CLAIM_WATCH), zk_data_cb, req);
-		break;
-	case ACT_WATCH_LOWEST:
-		rc = zk_watch_node(zk, a->name, ZK_LOWEST_DATA, ZK_LOWEST_WATCH, &req);
+		    ZK_WATCH_CTX(ZK_CLAIM_WATCH), zk_data_cb, req);
 		break;
 	case ACT_WATCH_SELF:
 		rc = zk_watch_node(zk, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
 		break;
-	case ACT_DELETE:
-		zk_node_path(zk, a->name, path, sizeof(path));
-		req = zk_req_new(zk, ZK_DELETE, a->name);
-		log_info("election: deleting %s", path);
-		rc = zoo_adelete(zk->zh, path, -1, zk_void_cb, req);
+	case ACT_READ_SUCCESSOR:
+		req = zk_req_new(zk, ZK_SUCCESSOR, a->name);
+		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+			rc = ZBADARGUMENTS;
+		else
+			rc = zoo_aget(zk->zh, path, 0, zk_data_cb, req);
 		break;
+	case ACT_KICK:
+		zk_kick(zk);
+		return;
 	case ACT_NEW_SESSION:
 		/* Rule 8; we are in the loop, not a ZooKeeper callback. */
 		if (zk->zh != NULL)
@@ -650,17 +995,72 @@ zk_notified(struct zk *zk)
 	zk_enqueue(zk, zk_msg_new(ZK_NOTIFIED, 0, ZOK));
 }
 
+/*
+ * What a step changed that a person or a test wants to read in the log:
+ * each term's start and end, and each lease extension, on CLOCK_BOOTTIME
+ * which every agent on a machine shares ("audit:", debug level; an agent
+ * answers is_leader only inside [lead at, min(end at, until))), and how a
+ * disconnect while leading began and ended.
+ */
+static void
+zk_log_step(struct zk *zk, const struct election *before,
+    const struct election_actions *out)
+{
+	const struct election *e = &zk->agent->election;
+	const char *reason = "";
+	uint64_t now = clock_now_ms();
+	int i;
+
+	for (i = 0; i < out->n; i++)
+		if (out->a[i].type == ACT_NOTIFY)
+			reason = out->a[i].reason;
+	if (e->role == ELECTION_LEADER && before->role != ELECTION_LEADER) {
+		zk_trace("confirm-done");
+		log_debug("audit: lead epoch=%" PRIu64 " at=%" PRIu64 " until=%"
+		    PRIu64, e->epoch, clock_now_us(), e->lease_deadline);
+	} else if (e->role == ELECTION_LEADER &&
+	    e->lease_deadline > before->lease_deadline)
+		log_debug("audit: lease epoch=%" PRIu64 " until=%" PRIu64,
+		    e->epoch, e->lease_deadline);
+	else if (e->role != ELECTION_LEADER && before->role == ELECTION_LEADER)
+		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
+		    " reason=%s", before->epoch, clock_now_us(), reason);
+
+	if (before->phase == PHASE_WATCHING && e->phase == PHASE_TAKEOVER)
+		zk_trace("pred-gone");
+	if (before->phase == PHASE_HOLDING && e->phase != PHASE_HOLDING &&
+	    !e->stopping)
+		log_info("election: the resign's hold is over; rejoining");
+	if (before->riding_since == 0 && e->riding_since != 0)
+		log_warnx("election: connection lost while leading; leading on "
+		    "within the lease (%" PRIu64 " ms left) while reconnecting",
+		    election_lease_remaining(e, now));
+	else if (before->riding_since != 0 && e->riding_since == 0) {
+		if (e->role == ELECTION_LEADER)
+			log_info("election: reconnected after %" PRIu64 " ms with "
+			    "%" PRIu64 " ms of lease left; the term goes on "
+			    "(epoch %" PRIu64 ")", now - before->riding_since,
+			    election_lease_remaining(e, now), e->epoch);
+		else
+			log_warnx("election: the disconnect (%" PRIu64 " ms) "
+			    "cost the term", now - before->riding_since);
+	}
+}
+
 void
 zk_feed(struct zk *zk, struct election_event *ev)
 {
 	struct agent *agent = zk->agent;
 	struct election *e = &agent->election;
 	struct election_actions out;
-	uint64_t before = e->index;
+	struct election before;
 	int i;
 
 	memset(&out, 0, sizeof(out));
+	/* Only the scalars are compared; the copy does not own e->ahead. */
+	memcpy(&before, e, sizeof(before));
 	election_step(e, ev, &out);
+	zk_log_step(zk, &before, &out);
 	for (i = 0; i < out.n; i++) {
 		log_debug("election: %s %s (phase %s, gen %" PRIu64 ")",
 		    election_action_name(out.a[i].type), out.a[i].name,
@@ -668,7 +1068,7 @@ zk_feed(struct zk *zk, struct election_event *ev)
 		zk_perform(zk, &out.a[i]);
 	}
 	zk_schedule_tick(zk);
-	if (e->index != before)
+	if (e->index != before.index)
 		agent_changed(agent);
 }
 
@@ -707,6 +1107,7 @@ zk_open(struct agent *agent)
 	zk->ev_reopen = evtimer_new(agent->base, zk_reopen_cb, zk);
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
+	zk_resolve_servers(zk);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
 	return zk;
@@ -731,6 +1132,7 @@ zk_close(struct zk *zk)
 	event_free(zk->ev_tick);
 	event_free(zk->ev_reopen);
 	pthread_mutex_destroy(&zk->lock);
+	free(zk->addrs);
 	free(zk->path);
 	free(zk->prefix);
 	free(zk);
