@@ -753,10 +753,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 			election_lose(e, ELECTION_UNKNOWN,
 			    "election path deleted", out);
 		election_forget_view(e);
-		if (e->candidate) {
-			e->node[0] = '\0';
-			election_new_uuid(e);
-		}
+		e->node[0] = '\0';
+		e->uuid[0] = '\0';	/* nothing created under it yet */
 		e->next_renew = 0;
 		e->claim_owed = true;
 		e->phase = PHASE_PARENT;
