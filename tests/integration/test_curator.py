@@ -382,10 +382,12 @@ def test_curator_leads_agents_follow_then_hand_back(agents, observer, election, 
     assert c2.ask_state() is True
     assert queue(observer, election) == ["cur2"]
     assert node2.rsplit("/", 1)[1] == observer.contenders(election)[0][0]
-    # The election node still carries a2's claim; the observer must not
-    # repeat it: a2's node is gone and Curator never claims.
-    obs.wait_for(lambda s: s["leader"] is None, 20,
-                 what="observer to stop naming a2 once a2's node is gone")
+    # a2 let go by naming its successor, the latch, in the same multi that
+    # deleted its node: the observer reports cur2 under that write's mzxid.
+    so = obs.wait_for(lambda s: s["leader"] is not None and s["leader"]["id"] == "cur2", 20,
+                      what="observer to report cur2, named by a2 on its way out")
+    data, stat = observer.election_node(election)
+    assert data == "cur2" and stat.mzxid == so["leader"]["epoch"] > s2["epoch"]
 
     recorder.stop()
     c1.check_clock()
@@ -443,8 +445,9 @@ def test_mixed_queue_hands_down_without_overlap(agents, observer, election, reco
                                           "NodeDeleted of a1's node)")
     handovers.append(("a1->cur1", ev[1] - t0))
     assert ev[1] > t0
+    # a1 named cur1 (its successor) on its way out: the followers say so.
     for a in (a2, a3):
-        wait_follower(a, 20, leader=None, what="%s to name no agent leader" % a.id)
+        wait_follower(a, 20, leader="cur1", what="%s to report cur1, named by a1" % a.id)
     assert not c2.leading()
     assert queue(observer, election) == ["cur1", "a2", "cur2", "a3"]
 
@@ -467,7 +470,7 @@ def test_mixed_queue_hands_down_without_overlap(agents, observer, election, reco
     assert a2.stop() == 0
     ev = c2.wait_event("LEADER", 30, what="cur2 to lead after a2 stopped")
     handovers.append(("a2->cur2", ev[1] - t0))
-    wait_follower(a3, 20, leader=None)
+    wait_follower(a3, 20, leader="cur2")
 
     # cur2 -> a3 (closed by stdin EOF)
     t0 = time.monotonic()
@@ -523,18 +526,17 @@ def test_resign_to_curator_and_back(agents, observer, election, recorder, curato
     poll(lambda: queue(observer, election) == ["a1", "cur1", "a2"], 20,
          what="queue a1, cur1, a2")
 
-    # a1 resigns and rejoins at the back at once: cur1 leads. The election
-    # node still holds a1's claim and a1 has a node again, but it is not the
-    # lowest, so no agent may name a1 (or itself) as leader.
+    # a1 resigns and rejoins at the back at once: cur1 leads, named by a1 in
+    # the multi that deleted a1's node; every agent reports cur1.
     r = a1.request("POST", "/v1/resign?hold=0s", timeout=5)
     assert r.status == 200, r.body
     ev = c1.wait_event("LEADER", 30, what="cur1 to lead after a1 resigned")
     poll(lambda: queue(observer, election) == ["cur1", "a2", "a1"], 20,
          what="a1 to rejoin at the back")
     for a in (a1, a2):
-        wait_follower(a, 20, leader=None, what="%s to name no agent while cur1 leads" % a.id)
+        wait_follower(a, 20, leader="cur1", what="%s to report cur1 while it leads" % a.id)
     data, _ = observer.election_node(election)
-    assert data == "a1", "the stale claim is still there (that is the point of the check)"
+    assert data == "cur1", "a1 did not name its successor on its way out"
     assert_nodes_well_formed(observer, election)
 
     # cur1 leaves: a2 leads with a new epoch; then a2 stops and a1 leads in a
