@@ -1042,16 +1042,39 @@ election_named(const struct election *e)
 	    e->claim_epoch > e->spent_epoch;
 }
 
+/* In PHASE_TAKEOVER, once a current read of the election node is in. */
+static void
+election_decide(struct election *e, struct election_actions *out)
+{
+	if (e->phase != PHASE_TAKEOVER || e->term_epoch != 0 || e->claim_inflight)
+		return;
+	if (election_named(e)) {
+		e->term_epoch = e->claim_epoch;
+		election_try_lead(e, "named by the last leader", out);
+		if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
+			e->next_renew = e->now;	/* earn a lease now */
+	} else
+		election_claim(e, out);
+}
+
 static void
 election_on_claim_data(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
+	bool current = ev->gen == e->gen;
+
 	if (ev->rc != ZOK) {
-		if (ev->rc == ZNONODE) {
+		if (ev->rc == ZNONODE)
 			e->claim_owed = true;	/* no watch was set */
-			if (e->phase == PHASE_TAKEOVER && ev->gen == e->gen)
-				election_claim(e, out);	/* rule 9 is the claim's */
-		}
+		if (e->phase != PHASE_TAKEOVER || !current)
+			return;
+		if (ev->rc == ZNONODE)
+			election_claim(e, out);	/* rule 9 is the claim's to find */
+		else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
+		    ev->rc != ZSESSIONEXPIRED && ev->rc != ZCLOSING)
+			election_retry(e, out);
+		/* Connection trouble: the session event, or the next renewal
+		 * (which reads the election node too), decides. */
 		return;
 	}
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
@@ -1064,15 +1087,8 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
-	if (e->phase == PHASE_TAKEOVER && ev->gen == e->gen &&
-	    e->term_epoch == 0) {
-		if (election_named(e)) {
-			e->term_epoch = e->claim_epoch;
-			election_try_lead(e, "named by the last leader", out);
-			if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
-				e->next_renew = e->now;	/* earn a lease now */
-		} else
-			election_claim(e, out);
+	if (e->phase == PHASE_TAKEOVER && current) {
+		election_decide(e, out);
 		return;
 	}
 	if (e->phase == PHASE_OBSERVING)
@@ -1137,6 +1153,13 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			if (e->succ[0] != '\0' && e->succ_datalen < 0)
 				election_push(e, out, ACT_READ_SUCCESSOR, e->succ);
 		}
+		return;
+	}
+	if (e->phase == PHASE_TAKEOVER && e->term_epoch == 0) {
+		/* Sent after the takeover began (an older one is of an older
+		 * generation) and read after a sync: as good as the claim read,
+		 * should that one be slow or lost. */
+		election_decide(e, out);
 		return;
 	}
 	if (e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING) {

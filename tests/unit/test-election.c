@@ -872,6 +872,32 @@ START_TEST(test_takeover_old_read_ignored)
 }
 END_TEST
 
+/* The takeover's read is slow or lost: the next renewal (synced, sent
+ * after the takeover began) decides instead; a read that fails for good
+ * is retried. */
+START_TEST(test_takeover_decided_by_renewal)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ PRED_GONE(F03, T0 + 1500), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ TICK(T0 + 2008), "renew:" ME(1, 05) },
+		{ RENEWED(SID, MY_ID, E2, E2, T0 + 2010),
+		  "notify:follower>leader watch_children", R(ELECTION_LEADER) },
+	};
+	const struct step s2[] = {
+		{ PRED_GONE(F03, T0 + 1500), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ CLAIM_READ_FAILED(ZNOAUTH, T0 + 1501), "", PH(PHASE_IDLE) },
+		{ TICK(T0 + 1601), "list", PH(PHASE_LISTING) },
+	};
+
+	join_next(&e);
+	RUN(&e, s);
+	ck_assert_uint_eq(e.epoch, (uint64_t)E2);
+	join_next(&e);
+	RUN(&e, s2);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Rule 1: connection lost while leading                                */
 
@@ -1749,6 +1775,7 @@ election_suite(void)
 	tcase_add_test(tc, test_takeover_not_named_claims);
 	tcase_add_test(tc, test_takeover_spent_epoch_not_reused);
 	tcase_add_test(tc, test_takeover_old_read_ignored);
+	tcase_add_test(tc, test_takeover_decided_by_renewal);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("disconnect");
