@@ -917,5 +917,68 @@ def format_audit_figures(fig):
                 else "n/a"))
 
 
+# --------------------------------------------------------------------------
+# A fast prober of /v1/leader (one raw request per probe, no HTTP library)
+
+_LEADER_REQ = b"GET /v1/leader HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+
+
+def leader_code_raw(sock_path, timeout=0.2):
+    """HTTP status of GET /v1/leader on a fresh connection (reads the status
+    line only), or None when the agent refused, reset or did not answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(_LEADER_REQ)
+        buf = b""
+        while b"\r\n" not in buf:
+            b = s.recv(256)
+            if not b:
+                return None
+            buf += b
+        return int(buf.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        s.close()
+
+
+class LeaderProbe:
+    """Probes one agent's /v1/leader in a thread, one request after the other
+    with `interval` s between them, and keeps (t_sent, t_answered, code) in
+    time.monotonic() seconds. Code 200 = is_leader true."""
+
+    def __init__(self, agent, interval=0.001, timeout=0.2):
+        self.agent = agent
+        self.interval = interval
+        self.timeout = timeout
+        self.records = []
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            code = leader_code_raw(self.agent.socket, self.timeout)
+            self.records.append((t0, time.monotonic(), code))
+            if self.interval:
+                self._stop.wait(self.interval)
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(5)
+        return self
+
+    def leading(self):
+        return [r for r in list(self.records) if r[2] == 200]
+
+
 def new_election_path():
     return "/zkelect/test-%s" % uuid.uuid4().hex[:12]
