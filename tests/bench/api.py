@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import benchlib as bl
 from benchlib import BenchAgentSet, ZooKeeperServer, poll
