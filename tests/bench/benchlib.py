@@ -182,29 +182,8 @@ class BenchAgentSet(AgentSet):
 # --------------------------------------------------------------------------
 # A tight probe of /v1/leader on a Unix socket
 
-_LEADER_REQ = b"GET /v1/leader HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-
-
-def leader_code_fast(sock_path, timeout=0.2):
-    """HTTP status of GET /v1/leader on a fresh connection, or None when the
-    agent refused, reset or did not answer. Minimal: reads the status line."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(sock_path)
-        s.sendall(_LEADER_REQ)
-        buf = b""
-        while b"\r\n" not in buf:
-            b = s.recv(256)
-            if not b:
-                return None
-            buf += b
-        parts = buf.split(b" ", 2)
-        return int(parts[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    finally:
-        s.close()
+# GET /v1/leader on a fresh connection, status line only (zkharness)
+leader_code_fast = zkharness.leader_code_raw
 
 
 def wait_leader_200(sock_path, t0, timeout, interval=0.001, proc=None):
