@@ -10,7 +10,6 @@ only on breakage (an exception, a process that dies, a deadline passed).
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
