@@ -10,7 +10,13 @@
    N keep-alive connections, run against the agent's Unix socket and its TCP
    port (and nginx), so Unix vs TCP is compared with one tool.
 
-    tests/bench/api.py [--seconds 10] [--conns 16]
+Before the first measurement, each server (the agent on TCP and on its Unix
+socket, and nginx) gets a --warmup run of the same load (default 2 s, not
+counted), so that no server is timed cold. nginx is stopped with SIGQUIT
+(graceful: its master waits for its worker) and the process group is then
+cleared; the benchmark checks that no process it started is left.
+
+    tests/bench/api.py [--seconds 10] [--conns 16] [--warmup 2]
 """
 
 import argparse
@@ -18,10 +24,10 @@ import http.client
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import benchlib as bl
 from benchlib import BenchAgentSet, ZooKeeperServer, poll
@@ -119,9 +125,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="seconds of uncounted load on each server first (0: none)")
     args = ap.parse_args()
     if not 1 <= args.seconds <= 300 or not 1 <= args.conns <= 200:
         ap.error("--seconds 1..300, --conns 1..200 (the agent caps connections at 256)")
+    if not 0 <= args.warmup <= 60:
+        ap.error("--warmup 0..60")
     for tool in ("wrk", "nginx", "cc"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
             sys.exit("api: %s not installed (scripts/install-deps.sh)" % tool)
@@ -177,6 +187,12 @@ def main():
         print()
         sys.stdout.flush()
 
+        # warm-up, not counted: every server has answered the same load once
+        if args.warmup:
+            for target in ("127.0.0.1:%d" % nport, "127.0.0.1:%d" % aport,
+                           "unix:" + agent.socket):
+                run_uload(exe, target, args.warmup, args.conns)
+
         # interleave the two servers so that background load hits both alike
         results["wrk_nginx"] = run_wrk(nport, args.seconds, args.conns)
         results["wrk_agent"] = run_wrk(aport, args.seconds, args.conns)
@@ -188,7 +204,12 @@ def main():
         st = agent.status()
         print("agent after load: role %s, is_leader %s" % (st["role"], st["is_leader"]))
     finally:
-        bl.kill_quietly(ngx, wait=10)
+        if ngx is not None:
+            # SIGQUIT: graceful shutdown, the master waits for its worker;
+            # stop_group then clears the group if anything lingers.
+            rc = bl.stop_group(ngx, signal.SIGQUIT, wait=10)
+            if rc not in (0, None):
+                print("nginx exited %s on SIGQUIT" % rc)
         aset.cleanup()
         zk.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -221,4 +242,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bl.run_main(main))

@@ -10,7 +10,6 @@ only on breakage (an exception, a process that dies, a deadline passed).
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,119 @@ atexit.register(shutil.rmtree, _SNAP, True)
 
 
 # --------------------------------------------------------------------------
+# No process left behind
+#
+# The benchmark makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER):
+# a process it started, directly or not, that outlives its parent (an nginx
+# worker whose master was killed, a JVM's helper) is re-parented to the
+# benchmark instead of init. So "nothing left behind" is exactly "the
+# benchmark has no descendant left", whatever the process is called, and
+# processes of other users of the machine (other test runs) are never
+# mistaken for ours.
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper():
+    import ctypes
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+SUBREAPER = _become_subreaper()
+
+
+def _proc_stat(pid):
+    """(comm, state, ppid) of a process from /proc/PID/stat, or None."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    comm = s[s.index("(") + 1:s.rindex(")")]
+    rest = s[s.rindex(")") + 2:].split()
+    return comm, rest[0], int(rest[1])
+
+
+def descendants(root=None):
+    """[(pid, comm, state, cmdline)] of every live process under `root`
+    (default: this process), found by walking /proc's parent links."""
+    root = root if root is not None else os.getpid()
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        st = _proc_stat(d)
+        if st is not None:
+            kids.setdefault(st[2], []).append((int(d), st[0], st[1]))
+    out, todo = [], [root]
+    while todo:
+        for pid, comm, state in kids.get(todo.pop(), []):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                cmd = ""
+            out.append((pid, comm, state, cmd))
+            todo.append(pid)
+    return out
+
+
+def reap_zombies():
+    """Collect exited children (orphans re-parented to us included)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def leftover_processes(wait=5.0):
+    """Processes the benchmark started that are still alive. Waits up to
+    `wait` s for ones that are exiting (a stopped server's last threads)."""
+    deadline = time.monotonic() + wait
+    while True:
+        reap_zombies()
+        left = [p for p in descendants() if p[2] != "Z"]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+def run_main(main):
+    """Run a benchmark's main(), then check that it left no process behind:
+    any survivor is listed, killed, and makes the benchmark exit 3."""
+    rc = 1
+    try:
+        rc = main()
+    finally:
+        left = leftover_processes()
+        if left:
+            print()
+            print("LEFT BEHIND: %d process(es) this benchmark started are still running "
+                  "(killed now):" % len(left))
+            for pid, comm, state, cmd in left:
+                print("  pid %d (%s, state %s): %s" % (pid, comm, state, cmd[:160]))
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            leftover_processes(wait=5.0)
+            rc = 3
+        else:
+            print("no process left behind (every process this benchmark started has exited%s)"
+                  % ("" if SUBREAPER else "; subreaper unavailable: orphans re-parented to "
+                     "init were not checked"))
+        sys.stdout.flush()
+    return rc
+
+
+# --------------------------------------------------------------------------
 # Agents configured for measuring (not for debugging)
 
 class BenchAgent(Agent):
@@ -69,29 +181,8 @@ class BenchAgentSet(AgentSet):
 # --------------------------------------------------------------------------
 # A tight probe of /v1/leader on a Unix socket
 
-_LEADER_REQ = b"GET /v1/leader HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-
-
-def leader_code_fast(sock_path, timeout=0.2):
-    """HTTP status of GET /v1/leader on a fresh connection, or None when the
-    agent refused, reset or did not answer. Minimal: reads the status line."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(sock_path)
-        s.sendall(_LEADER_REQ)
-        buf = b""
-        while b"\r\n" not in buf:
-            b = s.recv(256)
-            if not b:
-                return None
-            buf += b
-        parts = buf.split(b" ", 2)
-        return int(parts[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    finally:
-        s.close()
+# GET /v1/leader on a fresh connection, status line only (zkharness)
+leader_code_fast = zkharness.leader_code_raw
 
 
 def wait_leader_200(sock_path, t0, timeout, interval=0.001, proc=None):
@@ -163,6 +254,16 @@ def header(title):
     sys.stdout.flush()
 
 
+def quiet(seconds):
+    """A quiet spell before a clock starts, once the thing measured and its
+    reference have both reached their ready state (by polling). It is not a
+    synchronisation: it lets the start-up work of a just-started process
+    (page faults, GC, JIT, first connections) finish outside the timed
+    interval, and every benchmark applies the same spell to both sides."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
 def kill_quietly(proc, sig=signal.SIGKILL, wait=10):
     if proc is not None and proc.poll() is None:
         try:
@@ -170,6 +271,31 @@ def kill_quietly(proc, sig=signal.SIGKILL, wait=10):
             proc.wait(wait)
         except (OSError, subprocess.TimeoutExpired):
             pass
+
+
+def stop_group(proc, sig=signal.SIGTERM, wait=10):
+    """Stop a process started with start_new_session=True and everything in
+    its process group: `sig` to the group, wait for the leader, then SIGKILL
+    whatever of the group is left. Returns the leader's exit status."""
+    if proc is None:
+        return None
+    pgid = proc.pid
+    if proc.poll() is None:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(pgid, signal.SIGKILL)     # stragglers (workers), if any
+    except OSError:
+        pass
+    if proc.poll() is None:
+        proc.wait(wait)
+    return proc.returncode
 
 
 def raise_nofile(want):

@@ -9,7 +9,11 @@ window of --seconds (default 60); plus the sizes of zkelectd and zkelectctl,
 as built and stripped. Reference, same run: the same figures of an idle
 `sleep` (the floor of a dynamically linked C process on this system).
 
-    tests/bench/footprint.py [--seconds 60] [--session-timeout 6s]
+The reference starts first and every process has settled (the agents lead or
+follow, `sleep` sleeps), then --quiet s (default 1) pass before the window
+opens.
+
+    tests/bench/footprint.py [--seconds 60] [--session-timeout 6s] [--quiet 1]
 """
 
 import argparse
@@ -84,6 +88,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--session-timeout", default="6s")
+    ap.add_argument("--quiet", type=float, default=1.0,
+                    help="seconds between all settled and the window opening")
     args = ap.parse_args()
     if not 1 <= args.seconds <= 3600:
         ap.error("--seconds must be 1..3600")
@@ -93,6 +99,18 @@ def main():
     aset = BenchAgentSet(zk.hostport, "/zkelect/bench-footprint")
     ref = None
     try:
+        # The reference starts first and is settled (it has exec'd sleep and
+        # sleeps) before the window opens, as the agents are (they lead or
+        # follow): no start-up of either falls inside the measured window.
+        ref = subprocess.Popen(["sleep", str(int(args.seconds) + 600)],
+                               stdin=subprocess.DEVNULL)
+
+        def ref_sleeping():
+            with open("/proc/%d/stat" % ref.pid) as f:
+                st = f.read()
+            return st[st.index("(") + 1:st.rindex(")")] == "sleep" and \
+                st[st.rindex(")") + 2] == "S"
+        bl.poll(ref_sleeping, 10, interval=0.01, what="the reference sleep to run")
         a = aset.new("fp-a", session_timeout=args.session_timeout)
         b = aset.new("fp-b", session_timeout=args.session_timeout)
         leader = aset.wait_one_leader(timeout=30)
@@ -100,8 +118,7 @@ def main():
         leader.wait_for(lambda s: s.get("candidates") == 2, 30, what="2 candidates")
         follower.wait_for(lambda s: s.get("role") == "follower", 30, what="follow")
         t_neg = leader.status()["session"]["timeout_ms"]
-        ref = subprocess.Popen(["sleep", str(int(args.seconds) + 120)],
-                               stdin=subprocess.DEVNULL)
+        bl.quiet(args.quiet)
         procs = [("leader", leader.pid), ("follower", follower.pid), ("sleep (ref)", ref.pid)]
         before = {n: snapshot(p) for n, p in procs}
         end = time.monotonic() + args.seconds
@@ -154,4 +171,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bl.run_main(main))

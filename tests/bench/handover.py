@@ -13,7 +13,16 @@ Reference, same run: Debian's etcd (single node, loopback, temp dir) and two
 other prints its proposal line (it then leads). The stopped etcdctl is
 restarted each run.
 
-    tests/bench/handover.py [--runs 20] [--session-timeout 2s] [--no-etcd]
+Both sides are timed on the same events (SIGTERM of the leader's process ->
+the successor reports leadership) and settled the same way before each
+clock starts: the leader leads, the other candidate is queued and waiting
+(zkelect: the leader counts 2 candidates and the other reports `follower`;
+etcd: the leader printed its proposal, both keys exist and etcd counts one
+watcher, the waiting campaign's), then --quiet seconds (default 0.5) pass
+with nothing done, so that no start-up work of the restarted process falls
+inside the timed interval of either side.
+
+    tests/bench/handover.py [--runs 20] [--quiet 0.5] [--session-timeout 2s] [--no-etcd]
 """
 
 import argparse
@@ -37,11 +46,15 @@ from benchlib import BenchAgentSet, ZooKeeperServer, poll
 # --------------------------------------------------------------------------
 # zkelect
 
-def zk_wait_pair(leader, follower):
-    """Both agents joined: the leader leads and counts 2, the other follows."""
+def zk_wait_pair(leader, follower, quiet=0.0):
+    """Both agents joined: the leader leads and counts 2, the other follows
+    (queued, its watch set); then `quiet` s with nothing done."""
     leader.wait_for(lambda s: s.get("is_leader") and s.get("candidates") == 2, 30,
                     what="lead with 2 candidates")
-    follower.wait_for(lambda s: s.get("role") == "follower", 30, what="follow")
+    follower.wait_for(lambda s: s.get("role") == "follower"
+                      and (s.get("leader") or {}).get("id") == leader.id, 30,
+                      what="follow %s" % leader.id)
+    bl.quiet(quiet)
 
 
 def run_zkelect(args):
@@ -53,7 +66,7 @@ def run_zkelect(args):
         b = aset.new("ho-b", session_timeout=args.session_timeout)
         leader = aset.wait_one_leader(timeout=30)
         other = b if leader is a else a
-        zk_wait_pair(leader, other)
+        zk_wait_pair(leader, other, args.quiet)
         st = leader.status()
         print("zkelect: negotiated session timeout %d ms; ZooKeeper tickTime %d ms"
               % (st["session"]["timeout_ms"], zk.tick_ms))
@@ -71,7 +84,7 @@ def run_zkelect(args):
                 out["sigterm"].append(dt)
             leader.start()
             leader, other = other, leader
-            zk_wait_pair(leader, other)
+            zk_wait_pair(leader, other, args.quiet)
 
         for i in range(args.warmup + args.runs):
             t0 = time.monotonic()
@@ -82,7 +95,7 @@ def run_zkelect(args):
             if i >= args.warmup:
                 out["resign"].append(dt)
             leader, other = other, leader
-            zk_wait_pair(leader, other)
+            zk_wait_pair(leader, other, args.quiet)
     finally:
         aset.cleanup()
         zk.cleanup()
@@ -139,8 +152,22 @@ class Etcd:
         except OSError:
             return None
 
+    def metric(self, name):
+        """One counter or gauge from etcd's /metrics, or None."""
+        try:
+            with urllib.request.urlopen("http://%s/metrics" % self.endpoint, timeout=2) as r:
+                text = r.read().decode(errors="replace")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
     def cleanup(self):
-        bl.kill_quietly(self.proc)
+        rc = bl.stop_group(self.proc, signal.SIGTERM, wait=20)
+        if rc not in (0, None, -signal.SIGTERM):
+            print("etcd exited %s on SIGTERM" % rc)
         if self._log:
             self._log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -196,6 +223,24 @@ class Elector:
                 return t
 
 
+def etcd_settle(etcd, name, leader, other, quiet):
+    """The reference settled as zkelect's pair is: `leader` has printed its
+    proposal (the caller waited for it), both campaign keys exist, and the
+    waiting campaign has its watch registered in etcd (etcd counts exactly one
+    watcher: the waiting elector's, on the key ahead of it); then `quiet` s
+    with nothing done."""
+    def ready():
+        for e in (leader, other):
+            if e.proc.poll() is not None:
+                raise bl.zkharness.PollAbort("etcdctl elect %s exited (%s)"
+                                             % (e.proposal, e.proc.returncode))
+        return etcd.count_prefix(name) == 2 and \
+            etcd.metric("etcd_debugging_mvcc_watcher_total") == 1
+    poll(ready, 30, interval=0.01,
+         what="two etcd candidates, the second one waiting on its watch")
+    bl.quiet(quiet)
+
+
 def run_etcd(args):
     etcd = Etcd().start()
     name = "zkbench-elect"
@@ -205,24 +250,25 @@ def run_etcd(args):
         ea = Elector(etcd, name, "prop-a").start()
         ea.wait_leads(30)
         eb = Elector(etcd, name, "prop-b").start()
-        poll(lambda: etcd.count_prefix(name) == 2, 30, interval=0.01,
-             what="two etcd candidates")
         leader, other = ea, eb
+        etcd_settle(etcd, name, leader, other, args.quiet)
         for i in range(args.warmup + args.runs):
             t0 = time.monotonic()
             leader.proc.send_signal(signal.SIGTERM)
             t1 = other.wait_leads(20)
-            leader.proc.wait(20)
+            rc = leader.proc.wait(20)
+            if rc != 0:
+                raise AssertionError("etcdctl elect %s exited %s on SIGTERM"
+                                     % (leader.proposal, rc))
             if i >= args.warmup:
                 out.append(t1 - t0)
             leader.start()
-            poll(lambda: etcd.count_prefix(name) == 2, 30, interval=0.01,
-                 what="two etcd candidates")
             leader, other = other, leader
+            etcd_settle(etcd, name, leader, other, args.quiet)
     finally:
         for e in (ea, eb):
             if e is not None:
-                bl.kill_quietly(e.proc)
+                bl.stop_group(e.proc, signal.SIGTERM, wait=10)
         etcd.cleanup()
     return out
 
@@ -233,14 +279,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2, help="uncounted runs first")
+    ap.add_argument("--quiet", type=float, default=0.5,
+                    help="seconds of quiet after both sides settled, before each clock "
+                         "starts (the same for zkelect and etcd)")
     ap.add_argument("--session-timeout", default="2s")
     ap.add_argument("--no-etcd", action="store_true", help="skip the etcd reference")
     args = ap.parse_args()
     if not 1 <= args.runs <= 1000:
         ap.error("--runs must be 1..1000")
+    if not 0 <= args.quiet <= 10:
+        ap.error("--quiet must be 0..10 s")
 
-    bl.header("handover: graceful leader change, %d runs each (+%d warm-up)"
-              % (args.runs, args.warmup))
+    bl.header("handover: graceful leader change, %d runs each (+%d warm-up), each clock "
+              "started %.2f s after both candidates settled" % (args.runs, args.warmup,
+                                                               args.quiet))
     zres = run_zkelect(args)
     eres = None
     if not args.no_etcd:
@@ -274,4 +326,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bl.run_main(main))

@@ -15,8 +15,17 @@
    watches fired by kind (`mntr`), watch counts (`wchs`, `wchc`).
 4. --runs handovers timed as in 1, ratio to the 2-candidate median.
 
+Every timed handover, with 2 candidates and with N, starts from the same
+settled state: every agent reports the leader, the leader counts all
+candidates, then --quiet s (default 0.5) with nothing done. For each one,
+ZooKeeper's own watch counters (`mntr`: zk_sum_node_{deleted,changed,
+children,created}_watch_count, the number of watch notifications sent, and
+the zk_cnt_* counts of the events that fired them) are read before the
+SIGTERM and once every remaining agent reports the successor, so the
+notifications per leader change are counted, not estimated.
+
     tests/bench/scale.py [--candidates 500] [--runs 5] [--batch 25]
-                         [--session-timeout 10s]
+                         [--session-timeout 10s] [--quiet 0.5]
 """
 
 import argparse
@@ -78,6 +87,50 @@ def wait_settled(agents, leader_id, n, timeout):
 def wait_rejoined(agent, leader, n, timeout=60):
     agent.wait_for(lambda s: s.get("role") == "follower", timeout, what="rejoin")
     leader.wait_for(lambda s: s.get("candidates") == n, timeout, what="count %d" % n)
+
+
+WATCH_KINDS = ("deleted", "changed", "children", "created")
+
+
+def watch_counters(zk):
+    """{kind: (notifications, events)} from mntr: zk_sum_node_<kind>_watch_count
+    is the number of watchers a <kind> event fired, summed over events;
+    zk_cnt_... the number of events that fired at least one watch."""
+    m = bl.mntr(zk)
+    for k in WATCH_KINDS:
+        if "zk_sum_node_%s_watch_count" % k not in m:
+            raise AssertionError("ZooKeeper's mntr has no zk_sum_node_%s_watch_count: %s"
+                                 % (k, sorted(x for x in m if "watch" in x)))
+    return {k: (int(m["zk_sum_node_%s_watch_count" % k]),
+                int(m["zk_cnt_node_%s_watch_count" % k])) for k in WATCH_KINDS}
+
+
+def watch_delta(w0, w1):
+    return {k: (w1[k][0] - w0[k][0], w1[k][1] - w0[k][1]) for k in WATCH_KINDS}
+
+
+def timed_change(zk, agents, L, S, n, quiet):
+    """From a settled election (every agent of `agents` reports L, L counts n):
+    a quiet spell, then SIGTERM of L timed until S answers 200; then wait until
+    every other agent reports S. Returns (seconds, watch counter deltas)."""
+    wait_settled(agents, L.id, n, 120)
+    bl.quiet(quiet)
+    w0 = watch_counters(zk)
+    dt = handover(L, S)
+    wait_settled([a for a in agents if a is not L], S.id, n - 1, 120)
+    return dt, watch_delta(w0, watch_counters(zk))
+
+
+def fmt_watches(deltas):
+    """Median notifications per change, total and by kind (events in brackets)."""
+    tot = statistics.median(sum(d[k][0] for k in WATCH_KINDS) for d in deltas)
+    parts = []
+    for k in WATCH_KINDS:
+        ns = statistics.median(d[k][0] for d in deltas)
+        es = statistics.median(d[k][1] for d in deltas)
+        if ns or es:
+            parts.append("%s %g (%g events)" % (k, ns, es))
+    return "%g notifications: %s" % (tot, ", ".join(parts) or "none")
 
 
 # -------------------------------------------------------------------------
@@ -160,7 +213,7 @@ def hist(values):
 
 def two_candidate_reference(zk, args):
     aset = BenchAgentSet(zk.hostport, "/zkelect/bench-scale-two")
-    times = []
+    times, watches = [], []
     try:
         a = aset.new("two-a", session_timeout=args.session_timeout)
         b = aset.new("two-b", session_timeout=args.session_timeout)
@@ -168,15 +221,16 @@ def two_candidate_reference(zk, args):
         other = b if leader is a else a
         wait_rejoined(other, leader, 2)
         for i in range(args.warmup + args.runs):
-            dt = handover(leader, other)
+            dt, w = timed_change(zk, [leader, other], leader, other, 2, args.quiet)
             if i >= args.warmup:
                 times.append(dt)
+                watches.append(w)
             leader.start()
             leader, other = other, leader
             wait_rejoined(other, leader, 2)
     finally:
         aset.cleanup()
-    return times
+    return times, watches
 
 
 def main():
@@ -186,6 +240,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--batch", type=int, default=25)
     ap.add_argument("--session-timeout", default="10s")
+    ap.add_argument("--quiet", type=float, default=0.5,
+                    help="seconds of quiet after the election settled, before each timed "
+                         "handover (2 and N candidates alike)")
     ap.add_argument("--herd-runs", type=int, default=3,
                     help="handovers with the other N-2 agents SIGSTOPped (0 = skip)")
     args = ap.parse_args()
@@ -206,7 +263,7 @@ def main():
     try:
         print("2-candidate reference (%d runs + %d warm-up) ..." % (args.runs, args.warmup))
         sys.stdout.flush()
-        rep["two"] = two_candidate_reference(zk, args)
+        rep["two"], rep["two_watches"] = two_candidate_reference(zk, args)
 
         # ---- join
         print("starting %d agents ..." % n)
@@ -287,16 +344,19 @@ def main():
         L.start()
         wait_rejoined(L, S, n, 120)
 
-        # ---- timed handovers with n candidates
-        times = []
+        # ---- timed handovers with n candidates, settled as the 2-candidate ones
+        times, watches = [], []
         for i in range(args.runs):
             found = poll(lambda: find_leader_successor(agents), 60, interval=0.1,
                          what="leader and successor")
             L, S, _ = found
-            times.append(handover(L, S))
+            dt, w = timed_change(zk, agents, L, S, n, args.quiet)
+            times.append(dt)
+            watches.append(w)
             L.start()
             wait_rejoined(L, S, n, 120)
         rep["times"] = times
+        rep["watches"] = watches
 
         # ---- the same with every agent but the leader and its successor
         # stopped (SIGSTOP, well inside the session timeout): what remains is
@@ -307,6 +367,8 @@ def main():
             L, S, _ = poll(lambda: find_leader_successor(agents), 60, interval=0.1,
                            what="leader and successor")
             rest = [a for a in agents if a is not L and a is not S]
+            wait_settled(agents, L.id, n, 120)
+            bl.quiet(args.quiet)
             for a in rest:
                 a.pause()
             try:
@@ -388,10 +450,17 @@ def main():
     if "cpu" in rep:
         print("  CPU used by the counted change until all agents settled: all %d agents "
               "%.0f ms, ZooKeeper JVM %.0f ms" % (n, rep["cpu"][0], rep["cpu"][1]))
+    print()
+    print("watch notifications per leader change (ZooKeeper mntr, median over the timed "
+          "changes, from SIGTERM until every agent reports the successor):")
+    print("  2 candidates: %s" % fmt_watches(rep["two_watches"]))
+    print("  %d candidates: %s" % (n, fmt_watches(rep["watches"])))
     r = bl.summary_ms(rep["times"])[0] / bl.summary_ms(rep["two"])[0]
+    r95 = bl.summary_ms(rep["times"])[1] / bl.summary_ms(rep["two"])[1]
     print()
     print("ratio %d-candidate / 2-candidate handover (median): %.2f   %s" % (
         n, r, "target met (<= 2)" if r <= 2 else "target NOT met (> 2)"))
+    print("ratio %d-candidate / 2-candidate handover (p95):    %.2f" % (n, r95))
     print("writes per leader change: %d transactions, %d claim   %s" % (
         z["zx"], z["version"], "target met (only the successor's claim besides the "
         "departing leader's own delete/close)" if z["version"] == 1 and z["zx"] <= 3
@@ -401,4 +470,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(bl.run_main(main))

@@ -22,7 +22,12 @@ every agent with SIGTERM and checks the invariants over the whole run:
     made its lease lapse (the agent stopped, cut off, or its replies lost
     for longer than 2/3 T), nor after the agent resigned or was restarted;
   * each SIGTERM exits 0, no agent dies by itself, the election settles at
-    every checkpoint, and no node is left behind once every agent stopped.
+    every checkpoint, and no node is left behind once every agent stopped;
+  * the exact audit: every agent's leadership intervals, from its own
+    `audit:` debug log lines on CLOCK_BOOTTIME, overlap no other agent's,
+    and every is_leader true sample lies inside one (zkharness.check_audit;
+    ZKELECT_AUDIT=off turns it off, loudly). The smallest gap between
+    consecutive terms of different agents is printed.
 
 Exit status: 0 when every invariant held, 1 on a violation (printed with
 the seed to reproduce it; logs are kept), 2 when the harness itself failed
@@ -208,6 +213,7 @@ class Chaos:
         self.checkpoints = 0
         self.journal = []
         self.deadline_hit = False
+        self.audit_fig = None
 
     # -- setup ---------------------------------------------------------------
     def start(self):
@@ -677,6 +683,21 @@ class Chaos:
             "violations_single_leader": len(v),
         }
 
+    def audit(self):
+        """The exact check: every agent's leadership intervals from its audit
+        log lines (complete once every agent stopped), no two overlapping, and
+        every is_leader true sample inside one (zkharness.audit_agents)."""
+        if not zkharness.audit_enabled():
+            self.audit_fig = None
+            say("AUDIT CHECK OFF (ZKELECT_AUDIT=off): leadership intervals not checked")
+            return
+        try:
+            problems, self.audit_fig = zkharness.audit_agents(self.pool, self.recorder.samples)
+        except Exception as e:  # noqa: BLE001 - a broken parser is a broken run
+            raise HarnessError("the leadership audit failed: %r" % (e,)) from None
+        for p in problems:
+            self.problems.append("audit: " + p)
+
     def dump_logs(self):
         print("\n---- agent logs (tails) ----")
         for g in self.pool:
@@ -722,6 +743,12 @@ def summary_lines(c, fig, t_settle, t_empty):
                        len(tk), tk[len(tk) // 2][0], tk[-1][0], tk[-1][1]))
     out.append("  max leaderless gap: %.2fs; final settle %.2fs; path empty %.2fs after "
                "the last SIGTERM" % (fig["max_leaderless_gap_s"], t_settle, t_empty))
+    af = getattr(c, "audit_fig", None)
+    if af is not None:
+        out.append("  exact " + zkharness.format_audit_figures(af) +
+                   "; is_leader answers checked against them: %d" % af.get("answers_checked", 0))
+    else:
+        out.append("  exact audit: OFF (ZKELECT_AUDIT=off)")
     return out
 
 
@@ -784,9 +811,10 @@ def main():
         t_empty = float("nan")
         if not fatal:
             try:
-                t_empty = finish(c.aset, c.observer, c.path, timeout=60)
+                t_empty = finish(c.aset, c.observer, c.path, timeout=60, audit=False)
             except AssertionError as e:
                 c.problems.append("at the end: %s" % e)
+        c.audit()
         for line in summary_lines(c, fig, t_settle, t_empty):
             say(line)
         if c.problems:

@@ -11,7 +11,11 @@ corrupt one agent's link to ZooKeeper. Over each run:
     election node (data = id, mzxid = epoch), and every contender node's
     `version` (a contender must never be written after its creation);
   * at the end every agent is stopped with SIGTERM and the election path must
-    become empty (no orphan contender nodes).
+    become empty (no orphan contender nodes);
+  * every agent's leadership intervals, from its own `audit:` debug log lines
+    (CLOCK_BOOTTIME), must not overlap another agent's, and every is_leader
+    true answer the recorder saw must lie inside one (zkharness.check_audit;
+    ZKELECT_AUDIT=off turns this off, loudly).
 
 Every wait is a poll with a deadline; the only sleeps hold a fault for a
 duration. Figures measured are printed (run with -s to see them live; they
@@ -27,7 +31,8 @@ import time
 
 import pytest
 
-from zkharness import AgentSet, Observer, SLOW, StatusRecorder, poll
+from zkharness import (AgentSet, Observer, SLOW, StatusRecorder, audit_agents, audit_enabled,
+                       format_audit_figures, poll)
 from zkproxy import ZKProxy
 from zkensemble import ensemble  # noqa: F401 - the module-scoped fixture
 
@@ -214,17 +219,38 @@ def verify_run(recorder, checker, min_samples=100):
     n = len(recorder.samples)
     assert n >= min_samples, "recorder took only %d samples" % n
     assert checker.polls >= 3, "the ZooKeeper checker barely ran (%d polls)" % checker.polls
-    return {"samples": n, "leader_samples": len(ls), "claims_seen": len(checker.claims),
-            "checker_polls": checker.polls, "violations": 0}
+    fig = {"samples": n, "leader_samples": len(ls), "claims_seen": len(checker.claims),
+           "checker_polls": checker.polls, "violations": 0}
+    fig.update(verify_audit(recorder.agent_set.agents, recorder.samples, "run"))
+    return fig
 
 
-def finish(aset, observer, path, timeout=40):
+def verify_audit(agents, samples=None, when="end"):
+    """The exact check (issue 9, item 4): every agent's leadership intervals
+    from its audit log lines; no two agents' intervals overlap, and (with
+    `samples`) every is_leader true answer the recorder saw lies inside one.
+    Fails if an agent led without logging audit lines. ZKELECT_AUDIT=off
+    turns it off (said loudly). Returns figures."""
+    if not audit_enabled():
+        print("[audit/%s] AUDIT CHECK OFF (ZKELECT_AUDIT=off): leadership intervals not "
+              "checked" % when)
+        return {"audit": "off"}
+    problems, fig = audit_agents(agents, samples)
+    print("[audit/%s] %s" % (when, format_audit_figures(fig)))
+    assert not problems, "leadership audit (%s):\n%s" % (when, "\n".join(problems))
+    return {"audit_terms": fig["terms"], "audit_min_gap_ms": fig["min_gap_ms"]}
+
+
+def finish(aset, observer, path, timeout=40, audit=True):
     """Rule 10 / §4: every agent stops gracefully (exit 0); the election path
-    must then have no children (poll: expiry of earlier sessions may lag)."""
+    must then have no children (poll: expiry of earlier sessions may lag).
+    With `audit`, the complete logs then pass the leadership audit."""
     for a in aset.agents:
         if a.running():
             rc = a.stop()
             assert rc == 0, "%s exited %s on SIGTERM" % (a.id, rc)
+    if audit:
+        verify_audit(aset.agents)
     t0 = time.monotonic()
     from kazoo.exceptions import NoNodeError
 

@@ -8,6 +8,7 @@ Everything here synchronises by polling with a deadline; nothing sleeps to
 "let things settle".
 """
 
+import collections
 import http.client
 import json
 import os
@@ -614,6 +615,369 @@ def check_single_leader(samples):
         if len(problems) > 20:
             break
     return problems
+
+
+# --------------------------------------------------------------------------
+# The agent's own log: messages, debug traces, and the leadership audit
+#
+# The agent writes one line per message to stderr, as text
+#   "2026-12-01T10:00:00.123Z zkelectd debug: <message>"
+# or as JSON {"ts": ..., "level": ..., "msg": "<message>"} (log.format: json).
+# The harness appends each start of an agent to the same log file, after a
+# line "==== harness: start #N of ID ====" (see Agent.start).
+
+TEXT_LINE_RE = re.compile(r"^\S+ zkelectd (debug|info|warn|error): (.*)$")
+HARNESS_START_PREFIX = "==== harness: start #"
+AUDIT_RE = re.compile(r"^audit: (lead|lease|end) epoch=(\S+)((?: \w+=\S*)*)")
+AUDIT_KV_RE = re.compile(r" (\w+)=(\S*)")
+TRACE_RE = re.compile(r"^trace: ([a-z][a-z-]*) at=(\d+)\b")
+ROLE_LEADER_RE = re.compile(r"^role \S+ -> leader \(.*epoch (\d+)")
+
+
+def boottime_us():
+    """CLOCK_BOOTTIME in microseconds: the clock of the agent's audit and
+    trace lines (shared by every process on the machine)."""
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) // 1000
+
+
+def log_messages(lines):
+    """Yield (kind, text) for an agent log: ("start", marker) at each harness
+    start marker, ("msg", message) for each line the agent wrote (text or
+    JSON format). Other lines (a hook's own output) are skipped."""
+    for raw in lines:
+        if isinstance(raw, bytes):
+            raw = raw.decode(errors="replace")
+        line = raw.rstrip("\r\n")
+        if line.startswith(HARNESS_START_PREFIX):
+            yield "start", line
+            continue
+        if line.startswith("{"):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(d, dict) and isinstance(d.get("msg"), str):
+                yield "msg", d["msg"]
+            continue
+        m = TEXT_LINE_RE.match(line)
+        if m:
+            yield "msg", m.group(2)
+
+
+def read_log_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def parse_epoch(text):
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+def parse_traces(lines):
+    """[(step, at_us)] of the agent's `trace: <step> at=<us>` debug lines, in
+    log order (at: CLOCK_BOOTTIME microseconds)."""
+    out = []
+    for kind, msg in log_messages(lines):
+        if kind == "msg":
+            m = TRACE_RE.match(msg)
+            if m:
+                out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+class LeaderInterval:
+    """One term of one agent, from its audit lines, in CLOCK_BOOTTIME µs:
+    [start, end) with end = min(the `end` line's at, last lease until x 1000).
+    The agent answers is_leader true only inside it. `ended` says how the
+    term closed: "end" (an `audit: end` line), or "until" when no end line
+    came (killed, restarted, or still leading when the log was read)."""
+
+    __slots__ = ("agent", "epoch", "start", "end", "until_ms", "end_at", "reason",
+                 "ended", "leases")
+
+    def __init__(self, agent, epoch, start, until_ms):
+        self.agent = agent
+        self.epoch = epoch
+        self.start = start
+        self.until_ms = until_ms
+        self.end_at = None
+        self.reason = None
+        self.ended = None
+        self.leases = 0
+        self.end = None
+
+    def close(self, end_at=None, reason=None):
+        lease_end = self.until_ms * 1000
+        if end_at is not None:
+            self.end_at = end_at
+            self.reason = reason
+            self.ended = "end"
+            self.end = min(end_at, lease_end)
+        else:
+            self.ended = "until"
+            self.end = lease_end
+        return self
+
+    def __repr__(self):
+        return "<%s epoch %s [%d, %d) us%s>" % (
+            self.agent, self.epoch, self.start, self.end,
+            "" if self.ended == "end" else " (no end line: ends at its lease)")
+
+
+def parse_audit(lines, agent):
+    """Leadership intervals of one agent from its log lines.
+
+    Lines (debug level): `audit: lead epoch=E at=US until=MS` when a term
+    starts, `audit: lease epoch=E until=MS` on each lease extension,
+    `audit: end epoch=E at=US reason=TEXT` when it stops leading. A term left
+    open by a restart (kill -9) or by the end of the log ends at its last
+    `until`. Returns (intervals, led_epochs, problems): led_epochs are the
+    epochs of the agent's info lines "role X -> leader (..., epoch E ...)",
+    problems are audit lines that contradict each other."""
+    intervals, led, problems = [], [], []
+    cur = None
+    for kind, msg in log_messages(lines):
+        if kind == "start":
+            if cur is not None:
+                intervals.append(cur.close())
+                cur = None
+            continue
+        m = ROLE_LEADER_RE.match(msg)
+        if m:
+            led.append(int(m.group(1)))
+            continue
+        m = AUDIT_RE.match(msg)
+        if not m:
+            continue
+        what = m.group(1)
+        kv = dict(AUDIT_KV_RE.findall(m.group(3)))
+        try:
+            epoch = parse_epoch(m.group(2))
+            at = int(kv["at"]) if "at" in kv else None
+            until = int(kv["until"]) if "until" in kv else None
+        except ValueError:
+            problems.append("%s: unreadable audit line: %r" % (agent, msg))
+            continue
+        if what == "lead":
+            if at is None or until is None:
+                problems.append("%s: audit lead line without at= or until=: %r" % (agent, msg))
+                continue
+            if cur is not None:
+                problems.append("%s: term epoch %d began before term epoch %d ended "
+                                "(no audit end line)" % (agent, epoch, cur.epoch))
+                intervals.append(cur.close())
+            cur = LeaderInterval(agent, epoch, at, until)
+        elif what == "lease":
+            if until is None:
+                problems.append("%s: audit lease line without until=: %r" % (agent, msg))
+            elif cur is None or cur.epoch != epoch:
+                problems.append("%s: lease extension for epoch %d outside that term "
+                                "(current term: %s)" % (agent, epoch,
+                                                         cur.epoch if cur else "none"))
+            else:
+                cur.until_ms = max(cur.until_ms, until)
+                cur.leases += 1
+        else:
+            if at is None:
+                problems.append("%s: audit end line without at=: %r" % (agent, msg))
+            elif cur is None or cur.epoch != epoch:
+                problems.append("%s: end of epoch %d outside that term (current term: %s)"
+                                % (agent, epoch, cur.epoch if cur else "none"))
+            else:
+                intervals.append(cur.close(at, kv.get("reason")))
+                cur = None
+    if cur is not None:
+        intervals.append(cur.close())
+    return intervals, led, problems
+
+
+def audit_enabled():
+    """The audit checks run unless ZKELECT_AUDIT=off (for an agent that does
+    not log audit lines yet; the checks then say loudly that they were off)."""
+    return os.environ.get("ZKELECT_AUDIT", "on").lower() not in ("off", "0", "no")
+
+
+def check_audit(logs):
+    """The exact "never two leaders" check, on every agent's audit intervals.
+
+    `logs` is {agent id: list of log lines}. Returns (problems, figures).
+    Problems: an agent that led (its log says "role X -> leader") without any
+    audit line, or with a term whose epoch has no `audit: lead` line (so the
+    check cannot silently pass); contradictory audit lines; two agents'
+    intervals that overlap; terms whose epochs do not increase with time.
+    Figures: terms, agents that led, the smallest and median gap (ms) between
+    consecutive terms of different agents."""
+    problems, intervals = [], []
+    led_agents = 0
+    for agent, lines in sorted(logs.items()):
+        iv, led, pr = parse_audit(lines, agent)
+        problems += pr
+        intervals += iv
+        if led:
+            led_agents += 1
+        if led and not iv:
+            problems.append(
+                "%s led %d time(s) (its log says 'role ... -> leader', epochs %s) but logged "
+                "no 'audit: lead' line: the interval check cannot run. The agent must log "
+                "its audit lines at debug level (log.level: debug); a build without them "
+                "cannot pass (ZKELECT_AUDIT=off skips the check, loudly)" % (
+                    agent, len(led), ", ".join(str(e) for e in led[:5])))
+            continue
+        have = {i.epoch for i in iv}
+        missing = [e for e in led if e not in have]
+        if missing:
+            problems.append("%s led with epoch(s) %s without an 'audit: lead' line for it"
+                            % (agent, ", ".join(str(e) for e in missing[:5])))
+    ordered = sorted(intervals, key=lambda i: (i.start, i.end))
+    # overlaps between different agents (sweep: every earlier term still
+    # running when this one starts)
+    active = []
+    for b in ordered:
+        active = [a for a in active if a.end > b.start]
+        for a in active:
+            if a.agent != b.agent and b.start < b.end:
+                problems.append("two leaders at once: %r and %r overlap by %.3f ms"
+                                % (a, b, (min(a.end, b.end) - b.start) / 1000.0))
+        if b.end > b.start:
+            active.append(b)
+    real = [i for i in ordered if i.end > i.start]
+    for a, b in zip(real, real[1:]):
+        if b.epoch <= a.epoch:
+            problems.append("epochs do not increase with time: %r then %r" % (a, b))
+    gaps = [(b.start - a.end) / 1000.0 for a, b in zip(real, real[1:]) if a.agent != b.agent]
+    figures = {
+        "terms": len(intervals),
+        "agents_led": led_agents,
+        "open_terms": sum(1 for i in intervals if i.ended != "end"),
+        "handovers": len(gaps),
+        "min_gap_ms": min(gaps) if gaps else None,
+        "median_gap_ms": sorted(gaps)[len(gaps) // 2] if gaps else None,
+    }
+    return problems[:50] + (["... and %d more" % (len(problems) - 50)]
+                            if len(problems) > 50 else []), figures
+
+
+def audit_agents(agents, samples=None):
+    """check_audit over the log files of `agents` (Agent objects); with
+    `samples` (StatusRecorder samples), also every is_leader true answer
+    must lie inside an audited term of that agent and epoch."""
+    logs = {a.id: read_log_lines(a.log_path) for a in agents}
+    problems, figures = check_audit(logs)
+    if samples is not None:
+        intervals = []
+        for aid, lines in logs.items():
+            intervals += parse_audit(lines, aid)[0]
+        audited = {i.agent for i in intervals}
+        unaudited = collections.Counter(x.agent for x in samples
+                                        if x.is_leader and x.agent not in audited)
+        for aid, n in sorted(unaudited.items()):
+            problems.append("%s answered is_leader true %d time(s) but its log has no audit "
+                            "term at all" % (aid, n))
+        outside = audit_samples_outside(intervals, [x for x in samples
+                                                    if x.agent in audited])
+        problems += outside[:20]
+        if len(outside) > 20:
+            problems.append("... and %d more answers outside the audit" % (len(outside) - 20))
+        figures["answers_checked"] = sum(1 for x in samples
+                                         if x.is_leader and x.agent in audited)
+    return problems, figures
+
+
+def audit_samples_outside(intervals, samples, slack_us=200):
+    """Recorder samples (is_leader true) that no audit interval of the same
+    agent and epoch covers: the sample's window [t_start, t_end] (monotonic
+    seconds, converted to CLOCK_BOOTTIME) must meet [start, end). Proves the
+    audit lines tell the truth about the answers the agent gave."""
+    off = time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+    by = {}
+    for i in intervals:
+        by.setdefault((i.agent, i.epoch), []).append(i)
+    out = []
+    for s in samples:
+        if not s.is_leader:
+            continue
+        t0 = (s.t_start + off) * 1e6
+        t1 = (s.t_end + off) * 1e6
+        if not any(t1 + slack_us >= i.start and t0 - slack_us < i.end
+                   for i in by.get((s.agent, s.epoch), [])):
+            out.append("%r answered is_leader true outside its audited terms %s"
+                       % (s, by.get((s.agent, s.epoch), "(none with that epoch)")))
+    return out
+
+
+def format_audit_figures(fig):
+    return ("audit: %d terms of %d agents (%d without an end line), %d handovers between "
+            "agents, smallest gap %s, median gap %s" % (
+                fig["terms"], fig["agents_led"], fig["open_terms"], fig["handovers"],
+                "%.3f ms" % fig["min_gap_ms"] if fig["min_gap_ms"] is not None else "n/a",
+                "%.3f ms" % fig["median_gap_ms"] if fig["median_gap_ms"] is not None
+                else "n/a"))
+
+
+# --------------------------------------------------------------------------
+# A fast prober of /v1/leader (one raw request per probe, no HTTP library)
+
+_LEADER_REQ = b"GET /v1/leader HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+
+
+def leader_code_raw(sock_path, timeout=0.2):
+    """HTTP status of GET /v1/leader on a fresh connection (reads the status
+    line only), or None when the agent refused, reset or did not answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(_LEADER_REQ)
+        buf = b""
+        while b"\r\n" not in buf:
+            b = s.recv(256)
+            if not b:
+                return None
+            buf += b
+        return int(buf.split(b" ", 2)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        s.close()
+
+
+class LeaderProbe:
+    """Probes one agent's /v1/leader in a thread, one request after the other
+    with `interval` s between them, and keeps (t_sent, t_answered, code) in
+    time.monotonic() seconds. Code 200 = is_leader true."""
+
+    def __init__(self, agent, interval=0.001, timeout=0.2):
+        self.agent = agent
+        self.interval = interval
+        self.timeout = timeout
+        self.records = []
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            code = leader_code_raw(self.agent.socket, self.timeout)
+            self.records.append((t0, time.monotonic(), code))
+            if self.interval:
+                self._stop.wait(self.interval)
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(5)
+        return self
+
+    def leading(self):
+        return [r for r in list(self.records) if r[2] == 200]
 
 
 def new_election_path():
