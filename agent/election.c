@@ -1294,8 +1294,12 @@ election_released(struct election *e, struct election_actions *out)
 	if (e->stopping) {
 		e->phase = PHASE_STOPPED;
 		election_push(e, out, ACT_EXIT, NULL);
-	} else
+	} else {
 		e->phase = PHASE_HOLDING;
+		if (e->release_succ &&
+		    e->hold_until < e->now + ELECTION_RELEASE_LINGER_MS)
+			e->hold_until = e->now + ELECTION_RELEASE_LINGER_MS;
+	}
 }
 
 static void

@@ -19,6 +19,12 @@
 #define ELECTION_UUID_LEN	36
 #define ELECTION_ACTIONS_MAX	10
 #define ELECTION_SENT_RING	32	/* request send times kept for the lease */
+/*
+ * After a release that named a successor, our next write (a rejoin's
+ * create, the session's close) waits this long: a server serves reads behind
+ * the writes it is logging, and the successor's first read must not wait.
+ */
+#define ELECTION_RELEASE_LINGER_MS 100
 
 enum election_role {
 	ELECTION_UNKNOWN,

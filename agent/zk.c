@@ -981,7 +981,18 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		agent_notify(agent, a);
 		return;
 	case ACT_EXIT:
-		event_base_loopexit(agent->base, NULL);
+		/*
+		 * Closing the session is a transaction of its own. Right after
+		 * a release that named a successor, it would compete with the
+		 * successor's read of the election node (a server serves reads
+		 * behind the writes it is logging), so it waits a moment.
+		 */
+		if (e->release_succ) {
+			struct timeval linger = { 0,
+			    ELECTION_RELEASE_LINGER_MS * 1000 };
+			event_base_loopexit(agent->base, &linger);
+		} else
+			event_base_loopexit(agent->base, NULL);
 		return;
 	}
 	if (rc != ZOK && req != NULL)
