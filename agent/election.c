@@ -73,7 +73,7 @@ election_action_name(enum election_action_type t)
 	static const char *const names[] = {
 		"create_parent", "create", "list", "watch_children",
 		"watch_pred", "get_owner", "claim", "renew", "watch_claim",
-		"watch_self", "read_successor", "release", "kick",
+		"watch_self", "read_successor", "release", "check_ahead", "kick",
 		"new_session", "notify", "exit",
 	};
 	return names[t];
@@ -232,6 +232,7 @@ static void
 election_forget_view(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
+	e->check_at = 0;
 	e->candidates = 0;
 	e->position = -1;
 	e->succ[0] = '\0';
@@ -1057,11 +1058,48 @@ election_decide(struct election *e, struct election_actions *out)
 		election_claim(e, out);
 }
 
+/*
+ * A new claim means a new term, most often because the lowest node left;
+ * followers do not watch it (that would wake every one of them on every
+ * change before the successor could act), so one that still counts two or
+ * more ahead checks the first of them, a little later (so as not to load
+ * ZooKeeper while the successor takes over) and at a time of its own.
+ * That keeps positions current and tells the next in line that it is.
+ */
+static void
+election_schedule_check(struct election *e)
+{
+	uint64_t span = (uint64_t)e->timeout_ms / 12, h = 14695981039346656037u;
+	const char *p;
+
+	if (e->phase != PHASE_WATCHING || e->nahead < 2 || e->check_at != 0 ||
+	    span == 0)
+		return;
+	for (p = e->node; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211u;
+	e->check_at = e->now + span + h % span;
+}
+
+static void
+election_on_ahead(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	if (e->phase != PHASE_WATCHING || e->nahead < 2 || ev->name == NULL ||
+	    strcmp(ev->name, e->ahead[0]) != 0 || ev->rc != ZNONODE)
+		return;
+	election_drop_ahead(e, ev->name);
+	if (e->nahead >= 2)
+		election_push(e, out, ACT_CHECK_AHEAD, e->ahead[0]);
+	else
+		election_schedule_renewals(e, true);	/* next in line now */
+}
+
 static void
 election_on_claim_data(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
 	bool current = ev->gen == e->gen;
+	uint64_t before;
 
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
@@ -1077,7 +1115,10 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 		 * (which reads the election node too), decides. */
 		return;
 	}
+	before = e->claim_epoch;
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
+	if (e->claim_epoch != before)
+		election_schedule_check(e);
 	if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
 		/* Someone wrote the election node while we lead: the view
 		 * and our term disagree. Stop, and look again. */
@@ -1399,6 +1440,14 @@ election_on_tick(struct election *e, struct election_actions *out)
 		election_push(e, out, ACT_RENEW, e->node);
 		return;
 	}
+	if (e->check_at != 0 && now >= e->check_at) {
+		e->check_at = 0;
+		if (e->phase == PHASE_WATCHING && e->nahead >= 2 &&
+		    e->session == SESSION_CONNECTED) {
+			election_push(e, out, ACT_CHECK_AHEAD, e->ahead[0]);
+			return;
+		}
+	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until) {
 		e->phase = PHASE_IDLE;
 		election_rejoin(e, out);
@@ -1527,6 +1576,9 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	case EV_RELEASED:
 		election_on_released(e, ev, out);
 		break;
+	case EV_AHEAD_CHECKED:
+		election_on_ahead(e, ev, out);
+		break;
 	case EV_SELF_SET:
 	case EV_SELF_CHANGED:
 		election_on_self(e, ev, out);
@@ -1650,6 +1702,8 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->next_renew);
 	if (e->phase == PHASE_HOLDING)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
+	if (e->session == SESSION_CONNECTED)
+		EARLIEST(e->check_at);
 	EARLIEST(e->retry_at);
 #undef EARLIEST
 	return t;

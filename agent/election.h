@@ -74,6 +74,7 @@ enum election_event_type {
 	EV_CLAIM_CHANGED,	/* the watch on the election node fired */
 	EV_SUCCESSOR_DATA,	/* rc, name, data/datalen: the leader's successor */
 	EV_RELEASED,		/* rc, failed_op: the release multi */
+	EV_AHEAD_CHECKED,	/* rc, name: is the first node ahead of us still there */
 	EV_CHILDREN_CHANGED,	/* the leader's watch on the children fired */
 	EV_SELF_SET,		/* rc, name: the awget on our own node */
 	EV_SELF_CHANGED,	/* name, deleted: the watch on our own node fired */
@@ -120,6 +121,7 @@ enum election_action_type {
 	ACT_READ_SUCCESSOR,	/* get name (no watch): the leader's successor */
 	ACT_RELEASE,		/* multi: [check successor], delete name,
 				   [setData(path, data)] */
+	ACT_CHECK_AHEAD,	/* exists name (no watch): the first node ahead */
 	ACT_KICK,		/* drop the connection to a stalled server */
 	ACT_NEW_SESSION,	/* close the handle, open a fresh one */
 	ACT_NOTIFY,		/* role changed: log it, tell the app */
@@ -195,6 +197,7 @@ struct election {
 	int		 position;
 	char		**ahead;	/* contenders ahead of us, as last listed */
 	int		 nahead;
+	uint64_t	 check_at;	/* when to see if the first one ahead left */
 
 	/* the session lease: our session lives at least until lease_deadline
 	 * (DESIGN §2 rule 2); leadership is reported only before it */

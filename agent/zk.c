@@ -36,14 +36,14 @@ enum zk_kind {
 	ZK_SESSION, ZK_PARENT, ZK_CREATE, ZK_LIST, ZK_PRED_SET, ZK_PRED_WATCH,
 	ZK_OWNER, ZK_CLAIM, ZK_RENEW, ZK_CLAIM_DATA, ZK_CLAIM_WATCH,
 	ZK_SUCCESSOR, ZK_RELEASE, ZK_NOTIFIED, ZK_CHILD_WATCH,
-	ZK_SELF_SET, ZK_SELF_WATCH,
+	ZK_SELF_SET, ZK_SELF_WATCH, ZK_AHEAD,
 };
 
 static const char *const zk_kind_names[] = {
 	"session", "create election path", "create", "list", "watch predecessor",
 	"predecessor watch", "owner", "claim", "renew", "read claim",
 	"claim watch", "read successor", "release", "notified",
-	"children watch", "watch own node", "own node watch",
+	"children watch", "watch own node", "own node watch", "check ahead",
 };
 
 /*
@@ -520,6 +520,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
 	case ZK_SELF_SET:	ev.type = EV_SELF_SET; break;
 	case ZK_SELF_WATCH:	ev.type = EV_SELF_CHANGED; break;
+	case ZK_AHEAD:		ev.type = EV_AHEAD_CHECKED; break;
 	}
 	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
@@ -964,6 +965,13 @@ zk_perform(struct zk *zk, const struct election_action *a)
 			rc = ZBADARGUMENTS;
 		else
 			rc = zoo_aget(zk->zh, path, 0, zk_data_cb, req);
+		break;
+	case ACT_CHECK_AHEAD:
+		req = zk_req_new(zk, ZK_AHEAD, a->name);
+		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+			rc = ZBADARGUMENTS;
+		else
+			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
 		break;
 	case ACT_KICK:
 		zk_kick(zk);

@@ -124,6 +124,8 @@
 #define RESIGN(h, t)		{ .type = EV_RESIGN, .hold_ms = (h), .now = (t) }
 #define STOP(t)			{ .type = EV_STOP, .now = (t) }
 #define NOTIFIED(t)		{ .type = EV_NOTIFIED, .now = (t) }
+#define AHEAD(nm, r, t) \
+	{ .type = EV_AHEAD_CHECKED, .name = (nm), .rc = (r), .now = (t) }
 
 /* ------------------------------------------------------------------ */
 /* The table runner                                                     */
@@ -563,6 +565,43 @@ START_TEST(test_next_in_line_renews)
 	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 1105));
 	ck_assert_uint_eq(e.lease_deadline, T0 + 1100 + LEASE);
 	ck_assert_int_eq(election_role_at(&e, T0 + 1200), ELECTION_FOLLOWER);
+}
+END_TEST
+
+/* A new claim: the first node ahead may have left. A follower that counts
+ * two or more ahead checks it, later and at a time of its own (never at
+ * once, when the successor takes over); gone, it moves up, and the next in
+ * line starts to renew. */
+START_TEST(test_follower_checks_ahead_on_a_new_claim)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	uint64_t at;
+
+	join_follower(&e);
+	feed(&e, (struct election_event)CLAIM_DATA("e", E2, E2, T0 + 100));
+	ck_assert_str_eq(rendered, "");
+	at = election_next_tick(&e);
+	ck_assert_uint_ge(at, T0 + 100 + T / 12);
+	ck_assert_uint_lt(at, T0 + 100 + T / 6);
+	feed(&e, (struct election_event)TICK(at));
+	ck_assert_str_eq(rendered, "check_ahead:" F03);
+	/* Still there (the same leader claimed again): nothing changes. */
+	feed(&e, (struct election_event)AHEAD(F03, ZOK, at + 1));
+	ck_assert_int_eq(e.position, 2);
+	ck_assert_uint_eq(election_next_tick(&e), 0);
+	/* The next claim; this time F03 is gone. */
+	feed(&e, (struct election_event)CLAIM_DATA("e", E3, E3, T0 + 2000));
+	at = election_next_tick(&e);
+	feed(&e, (struct election_event)TICK(at));
+	feed(&e, (struct election_event)AHEAD(F03, ZNONODE, at + 1));
+	ck_assert_int_eq(e.position, 1);
+	ck_assert_int_eq(e.nahead, 1);
+	ck_assert_str_eq(e.predecessor, E04);
+	/* Next in line: renewals begin. */
+	ck_assert_uint_eq(election_next_tick(&e), at + 1);
+	/* Not more than one check per claim; none when next in line. */
+	feed(&e, (struct election_event)CLAIM_DATA("e", E3 + 1, E3 + 1, at + 2));
+	ck_assert_uint_eq(e.check_at, 0);
 }
 END_TEST
 
@@ -1753,6 +1792,7 @@ election_suite(void)
 	tcase_add_test(tc, test_follower_predecessor);
 	tcase_add_test(tc, test_follower_position);
 	tcase_add_test(tc, test_next_in_line_renews);
+	tcase_add_test(tc, test_follower_checks_ahead_on_a_new_claim);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("lease");
