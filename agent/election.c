@@ -115,7 +115,10 @@ election_node_seq(const char *name)
  * Renewing every T/6 keeps q = the previous renewal, so the lease is the
  * full s + 2T/3. The ring below keeps the send times of this connection's
  * requests; a request sent on an earlier connection counts for nothing
- * (its server may be the one that stopped).
+ * (its server may be the one that stopped). One touch needs no report: the
+ * ZooKeeper leader creates a session itself, expiring it no sooner than T
+ * after, and it cannot have done so before we opened the handle that asked
+ * for it; so the opening time counts as q for the whole session.
  */
 static bool
 election_is_request(enum election_action_type t)
@@ -144,15 +147,19 @@ election_lease_until(const struct election *e, uint64_t s)
 	uint64_t t = (uint64_t)e->timeout_ms, report = t / 6, margin = t / 6;
 	uint64_t until, cap = s + t * 2 / 3;
 	int i;
+	uint64_t q = e->session_born;
 
 	if (e->lease_naive)
 		return cap;
 	for (i = e->nsent - 1; i >= 0; i--)
-		if (e->sent[i] + report <= s)
+		if (e->sent[i] + report <= s) {
+			if (e->sent[i] > q)
+				q = e->sent[i];
 			break;
-	if (i < 0)
+		}
+	if (q == 0 || q + t <= margin + s)
 		return 0;
-	until = e->sent[i] + t - margin;
+	until = q + t - margin;
 	return until < cap ? until : cap;
 }
 
@@ -355,6 +362,8 @@ election_on_session(struct election *e, const struct election_event *ev,
 			e->term_epoch = 0;
 			e->claim_owed = true;
 		}
+		if (e->session_id != ev->session_id)
+			e->session_born = ev->sent;
 		e->session_id = ev->session_id;
 		e->timeout_ms = ev->timeout_ms;
 		e->backoff_ms = 0;

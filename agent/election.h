@@ -60,7 +60,8 @@ enum election_phase {
 };
 
 enum election_event_type {
-	EV_SESSION,		/* session, session_id, timeout_ms */
+	EV_SESSION,		/* session, session_id, timeout_ms; sent: when the
+				   handle that got it was opened */
 	EV_PARENT_CREATED,	/* rc */
 	EV_CREATED,		/* rc, name, owner, czxid */
 	EV_CHILDREN,		/* rc, names/count */
@@ -103,6 +104,7 @@ struct election_event {
 	int64_t		 czxid;
 	int64_t		 owner;
 	uint64_t	 hold_ms;
+	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
 	bool		 deleted;	/* watch said the node was deleted */
 };
 
@@ -185,6 +187,7 @@ struct election {
 	uint64_t	 gen;			/* rule 7 */
 	uint64_t	 sent[ELECTION_SENT_RING]; /* requests on this connection */
 	int		 nsent;
+	uint64_t	 session_born;	/* the handle that made our session opened */
 
 	/* our place in the queue */
 	enum election_phase phase;

@@ -109,6 +109,7 @@ struct zk {
 	bool		 ever_connected;
 	struct sockaddr_storage *addrs;	/* the servers, for zk_kick */
 	int		 naddrs;
+	uint64_t	 opened;	/* when the handle was opened */
 };
 
 static void	zk_perform(struct zk *, const struct election_action *);
@@ -493,6 +494,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		ev.session = zk_session_of(m->state);
 		ev.session_id = m->session_id;
 		ev.timeout_ms = m->timeout_ms;
+		ev.sent = zk->opened;
 		if (ev.session != zk->agent->election.session ||
 		    ev.session == SESSION_CONNECTED)
 			zk_log_session(zk, ev.session, m);
@@ -597,6 +599,7 @@ zk_handle_open(struct zk *zk)
 	struct config *conf = zk->agent->conf;
 	struct timeval retry = { 1, 0 };
 
+	zk->opened = clock_now_ms();
 	zk->zh = zookeeper_init2(conf->zk_servers, zk_session_watcher,
 	    (int)conf->zk_session_timeout_ms, NULL, zk, 0, zk_zoo_log_cb);
 	if (zk->zh == NULL) {

@@ -628,6 +628,37 @@ START_TEST(test_lease_full_with_renewals_every_sixth)
 }
 END_TEST
 
+/* A new session was made by the ZooKeeper leader no sooner than we opened
+ * the handle: that touch needs no report, so a fresh agent leads at once. */
+START_TEST(test_lease_from_a_new_session)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_event c = CONNECTED(T0);
+
+	new_election(&e, true);
+	c.sent = T0 - 20;
+	feed(&e, c);
+	feed(&e, (struct election_event)CREATED(ME(1, 03), SID, T0 + 5));
+	{
+		struct step st[] = {
+			{ CHILDREN(T0 + 8), "watch_claim", KIDS(ME(1, 03)) },
+			{ CLAIM_DATA("", E1 - 3, E1 - 3, T0 + 9), "claim:" ME(1, 03) },
+			{ CLAIMED(E1, T0 + 20), "notify:unknown>leader watch_children",
+			  R(ELECTION_LEADER) },
+		};
+		RUN(&e, st);
+	}
+	/* min(s + 2T/3, opened + 5T/6) */
+	ck_assert_uint_eq(e.lease_deadline, T0 + 9 + LEASE);
+	/* The same session over a new connection keeps that bound. */
+	feed(&e, (struct election_event)CONNECTING(T0 + 100));
+	c.now = T0 + 200;
+	c.sent = T0 + 150;	/* not a new session: ignored */
+	feed(&e, c);
+	ck_assert_uint_eq(e.session_born, T0 - 20);
+}
+END_TEST
+
 /* A renewal sent late earns less: the gap before it counts. */
 START_TEST(test_lease_shrinks_after_a_gap)
 {
@@ -1799,6 +1830,7 @@ election_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_lease_full_with_renewals_every_sixth);
 	tcase_add_test(tc, test_lease_shrinks_after_a_gap);
+	tcase_add_test(tc, test_lease_from_a_new_session);
 	tcase_add_test(tc, test_lease_naive);
 	tcase_add_test(tc, test_rule2_pause_past_deadline);
 	tcase_add_test(tc, test_rule2_stalled_renewal_kicked);
