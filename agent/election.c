@@ -31,6 +31,7 @@ static void	election_lose(struct election *, enum election_role, const char *,
 static void	election_set_ahead(struct election *, char *const *, int);
 static void	election_takeover(struct election *, struct election_actions *);
 static void	election_let_go(struct election *, struct election_actions *);
+static uint64_t	election_jitter(const struct election *, unsigned);
 
 const char *
 election_role_name(enum election_role role)
@@ -73,7 +74,7 @@ election_action_name(enum election_action_type t)
 	static const char *const names[] = {
 		"create_parent", "create", "list", "watch_children",
 		"watch_pred", "get_owner", "claim", "renew", "watch_claim",
-		"watch_self", "read_successor", "release", "check_ahead", "kick",
+		"read_claim", "watch_self", "read_successor", "release", "check_ahead", "kick",
 		"new_session", "notify", "exit",
 	};
 	return names[t];
@@ -217,13 +218,24 @@ election_set_role(struct election *e, enum election_role role,
 	e->role = role;
 }
 
-/* Reads the election node and leaves a data watch on it. */
+/*
+ * Reads the election node: the claim, who leads. Observers leave a data
+ * watch on it, to hear of every claim at once. Candidates do not: with the
+ * release that names a successor being the claim, a watch would wake every
+ * follower, and make ZooKeeper send them all a notification, at the very
+ * moment the successor takes over. Followers read it every T/6 instead,
+ * each at a time of its own, and the leader with each renewal.
+ */
 static void
 election_watch_claim(struct election *e, struct election_actions *out)
 {
 	e->claim_reads++;
-	e->claim_owed = false;
-	election_push(e, out, ACT_WATCH_CLAIM, NULL);
+	if (e->candidate)
+		election_push(e, out, ACT_READ_CLAIM, NULL);
+	else {
+		e->claim_owed = false;
+		election_push(e, out, ACT_WATCH_CLAIM, NULL);
+	}
 }
 
 static void
@@ -239,7 +251,6 @@ static void
 election_forget_view(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
-	e->check_at = 0;
 	e->candidates = 0;
 	e->position = -1;
 	e->succ[0] = '\0';
@@ -393,6 +404,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		}
 		election_forget_view(e);
 		election_watch_claim(e, out);
+		e->poll_at = election_jitter(e, 6);
 		if (e->phase == PHASE_HOLDING || e->phase == PHASE_RELEASING)
 			return;
 		if (e->phase == PHASE_DELETING) {
@@ -1067,26 +1079,32 @@ election_decide(struct election *e, struct election_actions *out)
 		election_claim(e, out);
 }
 
-/*
- * A new claim means a new term, most often because the lowest node left;
- * followers do not watch it (that would wake every one of them on every
- * change before the successor could act), so one that still counts two or
- * more ahead checks the first of them, a little later (so as not to load
- * ZooKeeper while the successor takes over) and at a time of its own.
- * That keeps positions current and tells the next in line that it is.
- */
-static void
-election_schedule_check(struct election *e)
+/* A time of our own in [now + T/k, now + 2T/k): spreads the agents' work. */
+static uint64_t
+election_jitter(const struct election *e, unsigned k)
 {
-	uint64_t span = (uint64_t)e->timeout_ms / 12, h = 14695981039346656037u;
+	uint64_t span = (uint64_t)e->timeout_ms / k, h = 14695981039346656037u;
 	const char *p;
 
-	if (e->phase != PHASE_WATCHING || e->nahead < 2 || e->check_at != 0 ||
-	    span == 0)
-		return;
-	for (p = e->node; *p != '\0'; p++)
+	if (span == 0)
+		return e->now + 1;
+	for (p = e->uuid; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211u;
-	e->check_at = e->now + span + h % span;
+	return e->now + span + h % span;
+}
+
+/*
+ * A new claim means a new term, most often because the lowest node left;
+ * followers do not watch it (see election_watch_claim), so one that still
+ * counts two or more ahead checks the first of them. That keeps positions
+ * current and tells the next in line that it is.
+ */
+static void
+election_check_ahead(struct election *e, struct election_actions *out)
+{
+	if (e->phase == PHASE_WATCHING && e->nahead >= 2 &&
+	    e->session == SESSION_CONNECTED)
+		election_push(e, out, ACT_CHECK_AHEAD, e->ahead[0]);
 }
 
 static void
@@ -1126,8 +1144,8 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	}
 	before = e->claim_epoch;
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
-	if (e->claim_epoch != before)
-		election_schedule_check(e);
+	if (e->claim_epoch != before && before != 0)
+		election_check_ahead(e, out);
 	if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
 		/* Someone wrote the election node while we lead: the view
 		 * and our term disagree. Stop, and look again. */
@@ -1148,9 +1166,9 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 static void
 election_on_claim_changed(struct election *e, struct election_actions *out)
 {
-	/* A read still in flight was answered after this change (replies
-	 * and events come in order): it brings the news and the watch. */
-	if (e->session != SESSION_CONNECTED || e->claim_reads > 0)
+	/* Observers only. A read still in flight was answered after this
+	 * change (replies and events come in order): it brings the news. */
+	if (e->candidate || e->session != SESSION_CONNECTED || e->claim_reads > 0)
 		return;
 	election_watch_claim(e, out);
 }
@@ -1392,6 +1410,15 @@ election_on_released(struct election *e, const struct election_event *ev,
 	election_backoff(e);
 }
 
+/* A follower waiting in the queue, or resigned, that does not renew. */
+static bool
+election_polling(const struct election *e)
+{
+	return e->candidate && e->session == SESSION_CONNECTED &&
+	    e->poll_at != 0 && e->next_renew == 0 &&
+	    (e->phase == PHASE_WATCHING || e->phase == PHASE_HOLDING);
+}
+
 static void
 election_on_tick(struct election *e, struct election_actions *out)
 {
@@ -1449,11 +1476,11 @@ election_on_tick(struct election *e, struct election_actions *out)
 		election_push(e, out, ACT_RENEW, e->node);
 		return;
 	}
-	if (e->check_at != 0 && now >= e->check_at) {
-		e->check_at = 0;
-		if (e->phase == PHASE_WATCHING && e->nahead >= 2 &&
-		    e->session == SESSION_CONNECTED) {
-			election_push(e, out, ACT_CHECK_AHEAD, e->ahead[0]);
+	if (election_polling(e) && now >= e->poll_at) {
+		/* A follower's look at the claim (renewals read it too). */
+		e->poll_at = now + (uint64_t)e->timeout_ms / 6;
+		if (e->claim_reads == 0) {
+			election_watch_claim(e, out);
 			return;
 		}
 	}
@@ -1711,8 +1738,8 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->next_renew);
 	if (e->phase == PHASE_HOLDING)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
-	if (e->session == SESSION_CONNECTED)
-		EARLIEST(e->check_at);
+	if (election_polling(e))
+		EARLIEST(e->poll_at);
 	EARLIEST(e->retry_at);
 #undef EARLIEST
 	return t;

@@ -118,7 +118,8 @@ enum election_action_type {
 	ACT_GET_OWNER,		/* exists name, for its ephemeralOwner, czxid */
 	ACT_CLAIM,		/* multi: check name, setData(path, claim data) */
 	ACT_RENEW,		/* sync path, exists name, get path (no watch) */
-	ACT_WATCH_CLAIM,	/* awget the election node */
+	ACT_WATCH_CLAIM,	/* awget the election node (observers) */
+	ACT_READ_CLAIM,		/* get the election node, no watch (candidates) */
 	ACT_WATCH_SELF,		/* awget name: our own node, to learn of its deletion */
 	ACT_READ_SUCCESSOR,	/* get name (no watch): the leader's successor */
 	ACT_RELEASE,		/* multi: [check successor], delete name,
@@ -200,7 +201,7 @@ struct election {
 	int		 position;
 	char		**ahead;	/* contenders ahead of us, as last listed */
 	int		 nahead;
-	uint64_t	 check_at;	/* when to see if the first one ahead left */
+	uint64_t	 poll_at;	/* when a follower reads the election node */
 
 	/* the session lease: our session lives at least until lease_deadline
 	 * (DESIGN §2 rule 2); leadership is reported only before it */

@@ -959,6 +959,12 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		rc = zoo_awget(zk->zh, zk->path, zk_node_watcher,
 		    ZK_WATCH_CTX(ZK_CLAIM_WATCH), zk_data_cb, req);
 		break;
+	case ACT_READ_CLAIM:
+		if (e->phase == PHASE_TAKEOVER)
+			zk_trace("confirm-sent");
+		req = zk_req_new(zk, ZK_CLAIM_DATA, NULL);
+		rc = zoo_aget(zk->zh, zk->path, 0, zk_data_cb, req);
+		break;
 	case ACT_WATCH_SELF:
 		rc = zk_watch_node(zk, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
 		break;

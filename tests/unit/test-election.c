@@ -341,6 +341,22 @@ find_notify(const struct election_actions *o)
 }
 
 /*
+ * A follower reads the election node every T/6, each at a time of its own:
+ * the tick that reads it next.
+ */
+static void
+poll_claim(struct election *e)
+{
+	uint64_t at = e->poll_at;
+
+	ck_assert_uint_ne(at, 0);
+	ck_assert_uint_le(at, e->now + T / 3);
+	feed(e, (struct election_event)TICK(at));
+	ck_assert_str_eq(rendered, "read_claim");
+	ck_assert_uint_eq(e->poll_at, at + T / 6);
+}
+
+/*
  * The common start: connect, create ME(1,03), find it lowest, find the
  * election node naming somebody else, claim (sent at T0 + 9). The claim
  * alone earns no lease: no request of ours is a report interval older than
@@ -353,11 +369,11 @@ static void
 join_leader(struct election *e)
 {
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create", R(ELECTION_UNKNOWN),
+		{ CONNECTED(T0), "read_claim create", R(ELECTION_UNKNOWN),
 		  PH(PHASE_CREATING) },
 		{ CLAIM_DATA("someone", E1 - 3, E1 - 3, T0 + 1), "" },
 		{ CREATED(ME(1, 03), SID, T0 + 5), "list", PH(PHASE_LISTING) },
-		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " watch_claim",
+		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " read_claim",
 		  R(ELECTION_UNKNOWN), PH(PHASE_TAKEOVER), KIDS(ME(1, 03), E04) },
 		{ CLAIM_DATA("someone", E1 - 3, E1 - 2, T0 + 9), "claim:" ME(1, 03),
 		  PH(PHASE_CLAIMING) },
@@ -379,7 +395,7 @@ static void
 join_follower(struct election *e)
 {
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CLAIM_DATA("", E1 - 3, E1 - 3, T0 + 1), "" },
 		{ CREATED(ME(1, 05), SID, T0 + 5), "list" },
 		{ CHILDREN(T0 + 8), "notify:unknown>follower watch_pred:" E04,
@@ -402,7 +418,7 @@ static void
 join_next(struct election *e)
 {
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATED(ME(1, 05), SID, T0 + 5), "list" },
 		{ CHILDREN(T0 + 8), "notify:unknown>follower watch_pred:" F03,
 		  R(ELECTION_FOLLOWER), PH(PHASE_WATCHING), KIDS(ME(1, 05), F03) },
@@ -470,7 +486,7 @@ START_TEST(test_join_with_value)
 	feed(&e, (struct election_event)CREATED(ME(1, 03), SID, T0 + 5));
 	{
 		struct step s[] = {
-			{ CHILDREN(T0 + 8), "watch_claim", PH(PHASE_TAKEOVER),
+			{ CHILDREN(T0 + 8), "read_claim", PH(PHASE_TAKEOVER),
 			  KIDS(ME(1, 03)) },
 			{ CLAIM_DATA("", E1 - 3, E1 - 3, T0 + 9), "claim:" ME(1, 03) },
 		};
@@ -495,7 +511,7 @@ START_TEST(test_follower_predecessor)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATED(ME(1, 05), SID, T0 + 5), "list" },
 		/* By string, _c_0000... would be lowest; by suffix it is third. */
 		{ CHILDREN(T0 + 8), "notify:unknown>follower watch_pred:" E04,
@@ -511,7 +527,7 @@ START_TEST(test_follower_predecessor)
 		{ PRED_GONE(E04, T0 + 14), "", PH(PHASE_WATCHING) },
 		/* The predecessor left and nobody else was ahead of us: we
 		 * are the lowest; which claim stands, the election node says. */
-		{ PRED_GONE(F03, T0 + 15), "watch_claim", R(ELECTION_FOLLOWER),
+		{ PRED_GONE(F03, T0 + 15), "read_claim", R(ELECTION_FOLLOWER),
 		  PH(PHASE_TAKEOVER) },
 	};
 
@@ -538,8 +554,10 @@ START_TEST(test_follower_position)
 	ck_assert(!r.has_leader);
 	ck_assert_int_eq(election_role_at(&e, T0 + 100), ELECTION_FOLLOWER);
 	ck_assert_uint_eq(election_lease_remaining(&e, T0 + 100), 0);
-	/* Not next in line: no renewals. */
-	ck_assert_uint_eq(election_next_tick(&e), 0);
+	/* Not next in line: no renewals, only a read of the claim now and
+	 * then. */
+	ck_assert_uint_eq(e.next_renew, 0);
+	ck_assert_uint_eq(election_next_tick(&e), e.poll_at);
 }
 END_TEST
 
@@ -569,39 +587,59 @@ START_TEST(test_next_in_line_renews)
 END_TEST
 
 /* A new claim: the first node ahead may have left. A follower that counts
- * two or more ahead checks it, later and at a time of its own (never at
- * once, when the successor takes over); gone, it moves up, and the next in
+ * two or more ahead checks it (it does not watch it, so as not to be woken
+ * with everyone else when it goes); gone, it moves up, and the next in
  * line starts to renew. */
 START_TEST(test_follower_checks_ahead_on_a_new_claim)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
-	uint64_t at;
 
 	join_follower(&e);
 	feed(&e, (struct election_event)CLAIM_DATA("e", E2, E2, T0 + 100));
-	ck_assert_str_eq(rendered, "");
-	at = election_next_tick(&e);
-	ck_assert_uint_ge(at, T0 + 100 + T / 12);
-	ck_assert_uint_lt(at, T0 + 100 + T / 6);
-	feed(&e, (struct election_event)TICK(at));
 	ck_assert_str_eq(rendered, "check_ahead:" F03);
 	/* Still there (the same leader claimed again): nothing changes. */
-	feed(&e, (struct election_event)AHEAD(F03, ZOK, at + 1));
+	feed(&e, (struct election_event)AHEAD(F03, ZOK, T0 + 101));
+	ck_assert_str_eq(rendered, "");
 	ck_assert_int_eq(e.position, 2);
-	ck_assert_uint_eq(election_next_tick(&e), 0);
+	/* The same claim read again: no check. */
+	feed(&e, (struct election_event)CLAIM_DATA("e", E2, E2, T0 + 200));
+	ck_assert_str_eq(rendered, "");
 	/* The next claim; this time F03 is gone. */
 	feed(&e, (struct election_event)CLAIM_DATA("e", E3, E3, T0 + 2000));
-	at = election_next_tick(&e);
-	feed(&e, (struct election_event)TICK(at));
-	feed(&e, (struct election_event)AHEAD(F03, ZNONODE, at + 1));
+	ck_assert_str_eq(rendered, "check_ahead:" F03);
+	feed(&e, (struct election_event)AHEAD(F03, ZNONODE, T0 + 2001));
+	ck_assert_str_eq(rendered, "");
 	ck_assert_int_eq(e.position, 1);
 	ck_assert_int_eq(e.nahead, 1);
 	ck_assert_str_eq(e.predecessor, E04);
-	/* Next in line: renewals begin. */
-	ck_assert_uint_eq(election_next_tick(&e), at + 1);
-	/* Not more than one check per claim; none when next in line. */
-	feed(&e, (struct election_event)CLAIM_DATA("e", E3 + 1, E3 + 1, at + 2));
-	ck_assert_uint_eq(e.check_at, 0);
+	/* Next in line: renewals begin (and replace the polls). */
+	ck_assert_uint_eq(election_next_tick(&e), T0 + 2001);
+	feed(&e, (struct election_event)TICK(T0 + 2001));
+	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
+	/* None when next in line. */
+	feed(&e, (struct election_event)CLAIM_DATA("e", E3 + 1, E3 + 1, T0 + 2002));
+	ck_assert_str_eq(rendered, "");
+}
+END_TEST
+
+/* Followers not next in line read the claim every T/6; it tells them who
+ * leads, and keeps their connection's requests recent. */
+START_TEST(test_follower_polls_the_claim)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_report r;
+
+	join_follower(&e);
+	ck_assert_uint_ge(e.poll_at, T0 + T / 6);
+	ck_assert_uint_lt(e.poll_at, T0 + T / 3);
+	ck_assert_uint_eq(election_next_tick(&e), e.poll_at);
+	poll_claim(&e);
+	feed(&e, (struct election_event)CLAIM_DATA("f\nhttp://f:80", E1, E1 - 1,
+	    e.now + 2));
+	election_report(&e, &r);
+	ck_assert(r.has_leader);
+	ck_assert_str_eq(r.leader_id, "f");
+	poll_claim(&e);
 }
 END_TEST
 
@@ -641,7 +679,7 @@ START_TEST(test_lease_from_a_new_session)
 	feed(&e, (struct election_event)CREATED(ME(1, 03), SID, T0 + 5));
 	{
 		struct step st[] = {
-			{ CHILDREN(T0 + 8), "watch_claim", KIDS(ME(1, 03)) },
+			{ CHILDREN(T0 + 8), "read_claim", KIDS(ME(1, 03)) },
 			{ CLAIM_DATA("", E1 - 3, E1 - 3, T0 + 9), "claim:" ME(1, 03) },
 			{ CLAIMED(E1, T0 + 20), "notify:unknown>leader watch_children",
 			  R(ELECTION_LEADER) },
@@ -689,7 +727,7 @@ START_TEST(test_lease_naive)
 	feed(&e, (struct election_event)CREATED(ME(1, 03), SID, T0 + 5));
 	{
 		struct step s[] = {
-			{ CHILDREN(T0 + 8), "watch_claim", KIDS(ME(1, 03)) },
+			{ CHILDREN(T0 + 8), "read_claim", KIDS(ME(1, 03)) },
 			{ CLAIM_DATA("", E1 - 3, E1 - 3, T0 + 9), "claim:" ME(1, 03) },
 			{ CLAIMED(E1, T0 + 20), "notify:unknown>leader watch_children",
 			  R(ELECTION_LEADER) },
@@ -712,7 +750,7 @@ START_TEST(test_rule2_pause_past_deadline)
 	const struct step s[] = {
 		{ TICK(DEADLINE1 + 3000), "notify:leader>unknown list",
 		  R(ELECTION_UNKNOWN), PH(PHASE_LISTING) },
-		{ CHILDREN(DEADLINE1 + 3010), "watch_claim", PH(PHASE_TAKEOVER),
+		{ CHILDREN(DEADLINE1 + 3010), "read_claim", PH(PHASE_TAKEOVER),
 		  KIDS(ME(1, 03)) },
 		/* The election node still names us with our spent epoch. */
 		{ CLAIM_DATA(MY_ID, E1, E1, DEADLINE1 + 3020), "claim:" ME(1, 03),
@@ -816,7 +854,7 @@ START_TEST(test_takeover_named)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	struct election_report r;
 	const struct step s[] = {
-		{ PRED_GONE(F03, T0 + 1500), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ PRED_GONE(F03, T0 + 1500), "read_claim", PH(PHASE_TAKEOVER) },
 		/* The same change seen by the claim watch: the read under way
 		 * brings it. */
 		{ CLAIM_CHANGED(T0 + 1500), "" },
@@ -844,7 +882,7 @@ START_TEST(test_takeover_named_waits_for_a_lease)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ PRED_GONE(E04, T0 + 100), "watch_pred:" F03 },
-		{ PRED_GONE(F03, T0 + 101), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ PRED_GONE(F03, T0 + 101), "read_claim", PH(PHASE_TAKEOVER) },
 		{ CLAIM_DATA(MY_ID, E2, E2, T0 + 103), "", R(ELECTION_FOLLOWER),
 		  PH(PHASE_TAKEOVER) },
 		{ TICK(T0 + 103), "renew:" ME(1, 05) },
@@ -902,12 +940,12 @@ START_TEST(test_takeover_spent_epoch_not_reused)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ PRED_GONE(F03, T0 + 1500), "watch_claim" },
+		{ PRED_GONE(F03, T0 + 1500), "read_claim" },
 		{ CLAIM_DATA(MY_ID, E2, E2, T0 + 1502), "notify:follower>leader "
 		  "watch_children", R(ELECTION_LEADER) },
 		{ TICK(T0 + 1008 + LEASE), "notify:leader>unknown list",
 		  R(ELECTION_UNKNOWN) },
-		{ CHILDREN(T0 + 5020), "watch_claim", PH(PHASE_TAKEOVER),
+		{ CHILDREN(T0 + 5020), "read_claim", PH(PHASE_TAKEOVER),
 		  KIDS(ME(1, 05)) },
 		{ CLAIM_DATA(MY_ID, E2, E2, T0 + 5022), "claim:" ME(1, 05) },
 	};
@@ -917,27 +955,31 @@ START_TEST(test_takeover_spent_epoch_not_reused)
 }
 END_TEST
 
-/* A read sent before our predecessor left does not decide the takeover. */
+/* Reads sent before our predecessor left do not decide the takeover. */
 START_TEST(test_takeover_old_read_ignored)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
-	struct election_event old;
+	struct election_event old, oldr;
 	uint64_t gen_before;
 
 	join_next(&e);
-	feed(&e, (struct election_event)CLAIM_CHANGED(T0 + 1400));
-	ck_assert_str_eq(rendered, "watch_claim");
+	feed(&e, (struct election_event)TICK(T0 + 2008));
+	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
 	gen_before = e.gen;
-	feed(&e, (struct election_event)PRED_GONE(F03, T0 + 1500));
-	ck_assert_str_eq(rendered, "watch_claim");
+	feed(&e, (struct election_event)PRED_GONE(F03, T0 + 2010));
+	ck_assert_str_eq(rendered, "read_claim");
 	ck_assert_uint_gt(e.gen, gen_before);
-	/* The answer to the read of T0 + 1400: before the naming. */
-	old = (struct election_event)CLAIM_DATA("f", E1, E1, T0 + 1501);
+	/* A read and the renewal sent before: before the naming. */
+	old = (struct election_event)CLAIM_DATA("f", E1, E1, T0 + 2011);
 	old.gen = gen_before;
 	feed(&e, old);
 	ck_assert_str_eq(rendered, "");
+	oldr = (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 2012);
+	oldr.gen = gen_before;
+	feed(&e, oldr);
+	ck_assert_str_eq(rendered, "");
 	ck_assert_int_eq(e.phase, PHASE_TAKEOVER);
-	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E2, E2, T0 + 1502));
+	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E2, E2, T0 + 2013));
 	ck_assert_int_eq(e.role, ELECTION_LEADER);
 }
 END_TEST
@@ -949,13 +991,13 @@ START_TEST(test_takeover_decided_by_renewal)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ PRED_GONE(F03, T0 + 1500), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ PRED_GONE(F03, T0 + 1500), "read_claim", PH(PHASE_TAKEOVER) },
 		{ TICK(T0 + 2008), "renew:" ME(1, 05) },
 		{ RENEWED(SID, MY_ID, E2, E2, T0 + 2010),
 		  "notify:follower>leader watch_children", R(ELECTION_LEADER) },
 	};
 	const struct step s2[] = {
-		{ PRED_GONE(F03, T0 + 1500), "watch_claim", PH(PHASE_TAKEOVER) },
+		{ PRED_GONE(F03, T0 + 1500), "read_claim", PH(PHASE_TAKEOVER) },
 		{ CLAIM_READ_FAILED(ZNOAUTH, T0 + 1501), "", PH(PHASE_IDLE) },
 		{ TICK(T0 + 1601), "list", PH(PHASE_LISTING) },
 	};
@@ -1022,8 +1064,8 @@ START_TEST(test_rule1_ride_lapses)
 		{ TICK(DEADLINE1), "notify:leader>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
 		/* Back later: list, and a new claim (a new epoch). */
-		{ CONNECTED(DEADLINE1 + 500), "watch_claim list", PH(PHASE_LISTING) },
-		{ CHILDREN(DEADLINE1 + 510), "watch_claim", PH(PHASE_TAKEOVER),
+		{ CONNECTED(DEADLINE1 + 500), "read_claim list", PH(PHASE_LISTING) },
+		{ CHILDREN(DEADLINE1 + 510), "read_claim", PH(PHASE_TAKEOVER),
 		  KIDS(ME(1, 03)) },
 		{ CLAIM_DATA(MY_ID, E1, E1 - 1, DEADLINE1 + 520), "claim:" ME(1, 03) },
 	};
@@ -1092,7 +1134,7 @@ START_TEST(test_rule1_step_down)
 	const struct step s[] = {
 		{ CONNECTING(T0 + 1500), "notify:leader>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
-		{ CONNECTED(T0 + 1600), "watch_claim list", PH(PHASE_LISTING) },
+		{ CONNECTED(T0 + 1600), "read_claim list", PH(PHASE_LISTING) },
 	};
 
 	join_leader(&e);
@@ -1108,7 +1150,7 @@ START_TEST(test_rule1_follower_and_readonly)
 	const struct step s1[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown", R(ELECTION_UNKNOWN),
 		  PH(PHASE_IDLE) },
-		{ CONNECTED(T0 + 200), "watch_claim list", PH(PHASE_LISTING) },
+		{ CONNECTED(T0 + 200), "read_claim list", PH(PHASE_LISTING) },
 	};
 	const struct step s2[] = {
 		{ READONLY(T0 + 1500), "notify:leader>unknown", R(ELECTION_UNKNOWN) },
@@ -1128,7 +1170,7 @@ START_TEST(test_rule3_created_foreign_owner)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATED(ME(1, 03), OTHER_SID, T0 + 5), "list", PH(PHASE_LISTING) },
 		/* Not ours: the uuid search adopts only our own session's. */
 		{ CHILDREN(T0 + 8), "get_owner:" ME(1, 03), PH(PHASE_ADOPTING),
@@ -1183,13 +1225,13 @@ START_TEST(test_rule6_adopt)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		/* The reply is lost: the outcome is unknown. */
 		{ CREATE_FAILED(ZCONNECTIONLOSS, T0 + 5), "", PH(PHASE_IDLE) },
 		{ CONNECTING(T0 + 6), "" },
 		/* Back: the listing is synced first (a lagging server could
 		 * miss our node), and finds it by uuid. */
-		{ CONNECTED(T0 + 100), "watch_claim list", PH(PHASE_LISTING) },
+		{ CONNECTED(T0 + 100), "read_claim list", PH(PHASE_LISTING) },
 		{ CHILDREN(T0 + 110), "get_owner:" ME(1, 07), PH(PHASE_ADOPTING),
 		  KIDS(F03, ME(1, 07)) },
 		{ OWNER(ME(1, 07), ZOK, SID, T0 + 111), "list", PH(PHASE_LISTING) },
@@ -1215,7 +1257,7 @@ START_TEST(test_rule6_search_is_synced)
 	feed(&e, (struct election_event)CREATE_FAILED(ZOPERATIONTIMEOUT, T0 + 5));
 	feed(&e, (struct election_event)CONNECTING(T0 + 6));
 	feed(&e, (struct election_event)CONNECTED(T0 + 100));
-	ck_assert_str_eq(rendered, "watch_claim list");
+	ck_assert_str_eq(rendered, "read_claim list");
 	ck_assert(out.a[1].sync);
 	/* An evaluation with a known node needs no sync. */
 	join_follower(&e);
@@ -1229,15 +1271,15 @@ START_TEST(test_rule6_not_found_and_foreign)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATE_FAILED(ZCONNECTIONLOSS, T0 + 5), "" },
 		{ CONNECTING(T0 + 6), "" },
-		{ CONNECTED(T0 + 100), "watch_claim list" },
+		{ CONNECTED(T0 + 100), "read_claim list" },
 		/* Not there: the create never happened; create (same uuid). */
 		{ CHILDREN(T0 + 110), "create", PH(PHASE_CREATING), KIDS(F03) },
 		{ CREATE_FAILED(ZCONNECTIONLOSS, T0 + 115), "" },
 		{ CONNECTING(T0 + 116), "" },
-		{ CONNECTED(T0 + 200), "watch_claim list" },
+		{ CONNECTED(T0 + 200), "read_claim list" },
 		{ CHILDREN(T0 + 210), "get_owner:" ME(1, 09), KIDS(F03, ME(1, 09)) },
 		/* Gone meanwhile: a fresh uuid. */
 		{ OWNER(ME(1, 09), ZNONODE, 0, T0 + 211), "create", PH(PHASE_CREATING) },
@@ -1255,7 +1297,7 @@ START_TEST(test_rule7_stale_generation)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown" },
-		{ CONNECTED(T0 + 200), "watch_claim list" },
+		{ CONNECTED(T0 + 200), "read_claim list" },
 		{ CHILDREN(T0 + 210), "", .old = 2, KIDS(ME(1, 05)) },
 		{ PRED_SET(E04, ZNONODE, T0 + 211), "", .old = 2 },
 		{ CLAIMED(E2, T0 + 212), "", .old = 1 },
@@ -1292,7 +1334,7 @@ START_TEST(test_rule8_expiry)
 	const struct step s[] = {
 		{ EXPIRED(T0 + 1500), "notify:leader>unknown new_session",
 		  R(ELECTION_UNKNOWN), PH(PHASE_IDLE) },
-		{ CONNECTED_AS(SID2, T0 + 1600), "watch_claim create",
+		{ CONNECTED_AS(SID2, T0 + 1600), "read_claim create",
 		  PH(PHASE_CREATING) },
 	};
 
@@ -1308,7 +1350,7 @@ START_TEST(test_rule8_new_session_id)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 100), "notify:follower>unknown" },
-		{ CONNECTED_AS(SID2, T0 + 200), "watch_claim create", PH(PHASE_CREATING) },
+		{ CONNECTED_AS(SID2, T0 + 200), "read_claim create", PH(PHASE_CREATING) },
 	};
 
 	join_follower(&e);
@@ -1320,9 +1362,9 @@ START_TEST(test_rule9_paths_gone)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s1[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATE_FAILED(ZNONODE, T0 + 5), "create_parent", PH(PHASE_PARENT) },
-		{ PARENT_CREATED(ZNODEEXISTS, T0 + 10), "watch_claim create",
+		{ PARENT_CREATED(ZNODEEXISTS, T0 + 10), "read_claim create",
 		  PH(PHASE_CREATING) },
 	};
 	const struct step s2[] = {
@@ -1420,15 +1462,18 @@ START_TEST(test_rule10_resign_hold_rejoin)
 		  R(ELECTION_FOLLOWER), PH(PHASE_RELEASING) },
 		{ NOTIFIED(T0 + 1510), "release:" ME(1, 03), PH(PHASE_DELETING) },
 		{ RELEASED(ZOK, -1, T0 + 1515), "", PH(PHASE_HOLDING) },
+	};
+	const struct step s2[] = {
 		/* While holding, the view stays: the new leader is reported. */
-		{ CLAIM_CHANGED(T0 + 1516), "watch_claim" },
 		{ CLAIM_DATA("e", E2, E2, T0 + 1517), "" },
-		{ TICK(T0 + 1500 + 10000 - 1), "", PH(PHASE_HOLDING) },
+		{ TICK(T0 + 1500 + 10000 - 1), NULL, PH(PHASE_HOLDING) },
 		{ TICK(T0 + 1500 + 10000), "create", PH(PHASE_CREATING) },
 	};
 
 	join_leader(&e);
 	RUN(&e, s);
+	ck_assert_uint_ne(e.poll_at, 0);
+	RUN(&e, s2);
 	ck_assert_str_eq(e.uuid, U(2));
 	election_report(&e, &r);
 	ck_assert(r.has_leader);
@@ -1502,12 +1547,10 @@ START_TEST(test_view_reports_the_claim)
 	struct election_report r;
 	uint64_t i;
 	const struct step s[] = {
-		{ CLAIM_DATA("f\nhttp://f:80", E1, E1 - 1, T0 + 20), "" },
+		{ CLAIM_DATA("f\nhttp://f:80", E1, E1 - 1, T0 + 20),
+		  "check_ahead:" F03 },
 		/* An older read (answered late) does not undo a newer one. */
 		{ CLAIM_DATA("old", E1 - 2, E1 - 2, T0 + 21), "" },
-		/* A change while a read is under way: that read brings it. */
-		{ CLAIM_CHANGED(T0 + 22), "watch_claim" },
-		{ CLAIM_CHANGED(T0 + 23), "" },
 	};
 
 	join_follower(&e);
@@ -1650,12 +1693,12 @@ START_TEST(test_bug_resign_with_create_unresolved)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
-		{ CONNECTED(T0), "watch_claim create" },
+		{ CONNECTED(T0), "read_claim create" },
 		{ CREATE_FAILED(ZCONNECTIONLOSS, T0 + 5), "" },
 		{ CONNECTING(T0 + 6), "" },
 		{ RESIGN(20000, T0 + 10), "", PH(PHASE_DELETING) },
 		/* Back on the same session: search for the node by uuid. */
-		{ CONNECTED(T0 + 100), "watch_claim list", PH(PHASE_DELETING) },
+		{ CONNECTED(T0 + 100), "read_claim list", PH(PHASE_DELETING) },
 		{ CHILDREN(T0 + 110), "get_owner:" ME(1, 04), KIDS(F03, ME(1, 04)) },
 		{ OWNER(ME(1, 04), ZOK, SID, T0 + 111), "release:" ME(1, 04),
 		  PH(PHASE_DELETING) },
@@ -1742,7 +1785,7 @@ START_TEST(test_bug_release_interrupted)
 	const struct step s[] = {
 		{ RELEASED(ZCONNECTIONLOSS, -1, T0 + 105), "", PH(PHASE_DELETING) },
 		{ CONNECTING(T0 + 106), "notify:follower>unknown", PH(PHASE_DELETING) },
-		{ CONNECTED(T0 + 200), "watch_claim release:" ME(1, 05),
+		{ CONNECTED(T0 + 200), "read_claim release:" ME(1, 05),
 		  PH(PHASE_DELETING) },
 		{ RELEASED(ZOK, -1, T0 + 205), "", PH(PHASE_HOLDING) },
 		{ TICK(T0 + 205), "create" },
@@ -1824,6 +1867,7 @@ election_suite(void)
 	tcase_add_test(tc, test_follower_position);
 	tcase_add_test(tc, test_next_in_line_renews);
 	tcase_add_test(tc, test_follower_checks_ahead_on_a_new_claim);
+	tcase_add_test(tc, test_follower_polls_the_claim);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("lease");
