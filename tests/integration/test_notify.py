@@ -310,6 +310,10 @@ def test_hook_order_under_rapid_flapping(agents, markfile):
     for _ in range(8):
         resign(cur, hold="0s")
         other.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="%s leads" % other.id)
+        # The resigner is back at the back of the queue (it rejoins at least
+        # 100 ms after naming its successor) before the next resign.
+        cur.wait_for(lambda s: s["role"] == "follower" and s["position"] == 1,
+                     20 * SLOW, what="%s queued again" % cur.id)
         cur, other = other, cur
     for x in (a, b):
         assert x.stop() == 0
