@@ -204,6 +204,9 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 	/* Rule 5: session events are for the session watcher alone. */
 	if (type == ZOO_SESSION_EVENT || zk == NULL)
 		return;
+	log_debug("zookeeper: watch fired: %s %s (type %d)",
+	    zk_kind_names[v < sizeof(zk_kind_names) / sizeof(zk_kind_names[0]) ?
+	    v : 0], path != NULL ? path : "", type);
 	m = zk_msg_new((enum zk_kind)v, 0, ZOK);
 	m->type = type;
 	if (path != NULL) {
