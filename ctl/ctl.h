@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_CTL_H
+#define ZKELECT_CTL_H
+
+/* zkelectctl's exit status, the same for every command. */
+#define EXIT_USAGE	1	/* usage error */
+#define EXIT_AGENT	2	/* the agent unreachable, or an error */
+#define EXIT_TIMEOUT	3	/* wait: the condition did not come in time */
+
+#endif
