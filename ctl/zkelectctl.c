@@ -2,11 +2,13 @@
 /*
  * zkelectctl: the app's and the operator's side of the local API.
  *   zkelectctl status [--json]
+ *   zkelectctl is-leader [--quiet]
  *   zkelectctl wait --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
  *   zkelectctl run -- CMD [ARGS...]
- * Exit status: 0 success (for wait: the condition holds), 1 usage error,
- * 2 the agent could not be reached or answered an error, 3 wait timed out.
+ * Exit status: 0 success (for wait: the condition holds), 1 usage error
+ * (is-leader: not leading), 2 the agent could not be reached or answered
+ * an error, 3 wait timed out.
  */
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -41,9 +43,13 @@ usage(FILE *f)
 	    "\n"
 	    "Commands:\n"
 	    "  status [--json]             show this instance's role, epoch and leader\n"
+	    "  is-leader [-q|--quiet]      check once, without waiting: exit 0 if this\n"
+	    "                              instance leads now, 1 if not, 2 if the agent\n"
+	    "                              cannot be asked; prints the role unless -q\n"
 	    "  wait --leader|--follower|--change [--timeout DURATION]\n"
 	    "                              block until this instance leads, follows,\n"
-	    "                              or its status changes\n"
+	    "                              or its status changes; --timeout 0 checks\n"
+	    "                              once and does not wait\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
 	    "  run -- CMD [ARGS...]        run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
@@ -55,8 +61,10 @@ usage(FILE *f)
 	    "  -h, --help          this help\n"
 	    "  -V, --version       print the version\n"
 	    "\n"
-	    "Exit status: 0 ok, 1 usage error, 2 agent unreachable or error,\n"
-	    "3 wait timed out; run exits with its command's status.\n");
+	    "Exit status: 0 ok, 1 usage error (is-leader: not leading), 2 agent\n"
+	    "unreachable or error, 3 wait timed\n"
+	    "out (--timeout 0: the condition does not hold); run exits with its\n"
+	    "command's status.\n");
 }
 
 static int
@@ -134,6 +142,31 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* A duration as in the config ("500ms", "30s"); a bare "0" too. */
+static int
+parse_duration(const char *text, uint64_t *ms)
+{
+	if (strcmp(text, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	return config_parse_duration(text, ms);
+}
+
+/* Reads role and index from a status answer; -1 (said) if it has none. */
+static int
+status_fields(const char *what, struct client_response *resp, char *role,
+    size_t rlen, char *index, size_t ilen)
+{
+	if (resp->code == 200 &&
+	    client_json_get(resp->body, "role", role, rlen) == 0 &&
+	    client_json_get(resp->body, "index", index, ilen) == 0)
+		return 0;
+	fprintf(stderr, "zkelectctl: %s: unexpected answer %d: %s", what,
+	    resp->code, resp->body);
+	return -1;
+}
+
 static int
 cmd_wait(int argc, char *argv[])
 {
@@ -145,7 +178,8 @@ cmd_wait(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
 	char target[128], role[32], index[32];
-	uint64_t timeout_ms = 0, deadline, now, first_index = 0, left;
+	uint64_t timeout_ms = 0, deadline = 0, now, first_index = 0, left;
+	bool forever = true, held;
 	int ch, want = 0, polls = 0;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -159,11 +193,13 @@ cmd_wait(int argc, char *argv[])
 			want = ch;
 			break;
 		case 't':
-			if (config_parse_duration(optarg, &timeout_ms) == -1) {
+			if (parse_duration(optarg, &timeout_ms) == -1) {
 				fprintf(stderr, "zkelectctl: wait: invalid --timeout "
-				    "'%s' (use e.g. 30s)\n", optarg);
+				    "'%s' (use e.g. 30s, or 0 to check once)\n",
+				    optarg);
 				return EXIT_USAGE;
 			}
+			forever = false;
 			break;
 		default:
 			usage(stderr);
@@ -175,12 +211,14 @@ cmd_wait(int argc, char *argv[])
 		    "--leader, --follower or --change\n");
 		return EXIT_USAGE;
 	}
-	deadline = timeout_ms != 0 ? now_ms() + timeout_ms : 0;
+	if (!forever)
+		deadline = now_ms() + timeout_ms;
 	for (;;) {
 		now = now_ms();
-		left = deadline == 0 ? 30000 : deadline > now ? deadline - now : 0;
+		left = forever ? 30000 : deadline > now ? deadline - now : 0;
 		if (left > 30000)
 			left = 30000;
+		/* The first look, and the last, answer at once. */
 		if (polls == 0 || left == 0)
 			snprintf(target, sizeof(target), "/v1/status");
 		else
@@ -188,28 +226,72 @@ cmd_wait(int argc, char *argv[])
 			    "ms&index=%s", left, index);
 		if (request("GET", target, (int)left + 5000, &resp) == -1)
 			return EXIT_AGENT;
-		if (resp.code != 200 ||
-		    client_json_get(resp.body, "role", role, sizeof(role)) == -1 ||
-		    client_json_get(resp.body, "index", index, sizeof(index)) == -1) {
-			fprintf(stderr, "zkelectctl: unexpected answer %d: %s",
-			    resp.code, resp.body);
+		if (status_fields("wait", &resp, role, sizeof(role), index,
+		    sizeof(index)) == -1) {
 			client_response_free(&resp);
 			return EXIT_AGENT;
 		}
 		client_response_free(&resp);
 		if (polls++ == 0)
 			first_index = strtoull(index, NULL, 10);
-		if ((want == 'l' && strcmp(role, "leader") == 0) ||
+		held = (want == 'l' && strcmp(role, "leader") == 0) ||
 		    (want == 'f' && strcmp(role, "follower") == 0) ||
-		    (want == 'c' && strtoull(index, NULL, 10) != first_index)) {
+		    (want == 'c' && strtoull(index, NULL, 10) != first_index);
+		if (held) {
 			printf("%s\n", role);
 			return 0;
 		}
-		if (deadline != 0 && now_ms() >= deadline) {
+		if (!forever && timeout_ms == 0) {
+			fprintf(stderr, "zkelectctl: wait: %s (role %s; checked "
+			    "once, --timeout 0)\n", want == 'l' ? "not leading" :
+			    want == 'f' ? "not following" : "no change", role);
+			return EXIT_TIMEOUT;
+		}
+		if (!forever && now_ms() >= deadline) {
 			fprintf(stderr, "zkelectctl: wait: timed out (role %s)\n", role);
 			return EXIT_TIMEOUT;
 		}
 	}
+}
+
+/*
+ * One look, no waiting: exit 0 when this instance leads at the moment the
+ * agent answers, 1 when it does not, 2 when the agent cannot be asked.
+ */
+static int
+cmd_is_leader(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "quiet", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 } };
+	struct client_response resp;
+	char role[32], index[32], is_leader[16];
+	bool quiet = false;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+		if (ch != 'q') {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		quiet = true;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zkelectctl: is-leader: unexpected argument '%s'\n",
+		    argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (request("GET", "/v1/status", 5000, &resp) == -1)
+		return EXIT_AGENT;
+	if (status_fields("is-leader", &resp, role, sizeof(role), index,
+	    sizeof(index)) == -1 || client_json_get(resp.body, "is_leader",
+	    is_leader, sizeof(is_leader)) == -1) {
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
+	client_response_free(&resp);
+	if (!quiet)
+		printf("%s\n", role);
+	return strcmp(is_leader, "true") == 0 ? 0 : EXIT_NOT_LEADER;
 }
 
 static int
@@ -642,6 +724,8 @@ main(int argc, char *argv[])
 		return cmd_status(argc, argv);
 	if (strcmp(cmd, "wait") == 0)
 		return cmd_wait(argc, argv);
+	if (strcmp(cmd, "is-leader") == 0)
+		return cmd_is_leader(argc, argv);
 	if (strcmp(cmd, "resign") == 0)
 		return cmd_resign(argc, argv);
 	if (strcmp(cmd, "run") == 0)

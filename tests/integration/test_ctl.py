@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """zkelectctl against real agents and a real ZooKeeper: `run` across freezes
-of the agent and of zkelectctl itself, and what `run` says when it stops its
-command.
+of the agent and of zkelectctl itself, what `run` says when it stops its
+command, and the one-shot checks (`is-leader`, `wait --timeout 0`).
 
 `run`'s command here is a small shell script that appends "start" and "stop"
 lines to a marker file; the tests read them back.
@@ -361,3 +361,54 @@ def test_run_exit_status_and_message_when_the_command_ends(agents, tmp_path):
     assert r.returncode == 128 + 9 and "killed by SIGKILL while leading" in r.stderr, r
     r = ctl(a.socket, "run", "--", str(tmp_path / "no-such-command"))
     assert r.returncode == 127 and "cannot run" in r.stderr, r
+
+
+# --- one-shot checks ------------------------------------------------------------
+
+def test_wait_timeout_zero_checks_once(agents):
+    # Issue 16: `wait --timeout 0s` blocked for ever.
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
+    b = agents.new("b1")
+    b.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="b1 follows")
+    for zero in ("0s", "0", "0ms"):
+        r = ctl(b.socket, "wait", "--leader", "--timeout", zero, timeout=5)
+        assert r.returncode == 3 and "not leading" in r.stderr, r
+        r = ctl(a.socket, "wait", "--leader", "--timeout", zero, timeout=5)
+        assert r.returncode == 0 and r.stdout.strip() == "leader", r
+    r = ctl(b.socket, "wait", "--follower", "--timeout", "0s", timeout=5)
+    assert r.returncode == 0 and r.stdout.strip() == "follower", r
+    r = ctl(b.socket, "wait", "--change", "--timeout", "0s", timeout=5)
+    assert r.returncode == 3, r
+    r = ctl(b.socket, "wait", "--leader", "--timeout", "-1s", timeout=5)
+    assert r.returncode == 1 and "invalid --timeout" in r.stderr, r
+
+
+def test_is_leader_checks_once(agents, tmp_path):
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
+    b = agents.new("b1")
+    b.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="b1 follows")
+    o = agents.new("o1", candidate=False)
+    o.wait_for(lambda s: s["role"] == "observer", 20 * SLOW, what="o1 observes")
+
+    r = ctl(a.socket, "is-leader", timeout=5)
+    assert r.returncode == 0 and r.stdout.strip() == "leader", r
+    r = ctl(b.socket, "is-leader", timeout=5)
+    assert r.returncode == 1 and r.stdout.strip() == "follower", r
+    r = ctl(b.socket, "is-leader", "--quiet", timeout=5)
+    assert r.returncode == 1 and r.stdout == "" and r.stderr == "", r
+    r = ctl(a.socket, "is-leader", "-q", timeout=5)
+    assert r.returncode == 0 and r.stdout == "", r
+    r = ctl(o.socket, "is-leader", timeout=5)
+    assert r.returncode == 1 and r.stdout.strip() == "observer", r
+    r = ctl(str(tmp_path / "nope.sock"), "is-leader", timeout=5)
+    assert r.returncode == 2 and "cannot reach the agent" in r.stderr, r
+    # A frozen agent: no answer is "not leading" too, within the timeout.
+    a.pause()
+    try:
+        r = subprocess.run([ZKELECTCTL, "--socket", a.socket, "is-leader"],
+                           capture_output=True, text=True, timeout=30 * SLOW)
+        assert r.returncode == 2 and "timed out" in r.stderr, r
+    finally:
+        a.resume()
