@@ -6,6 +6,7 @@
  *   zkelectctl wait --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
  *   zkelectctl run -- CMD [ARGS...]
+ *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
  * Exit status: 0 success (for wait: the condition holds), 1 usage error
  * (is-leader: not leading), 2 the agent could not be reached or answered
  * an error, 3 wait timed out.
@@ -41,7 +42,7 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: zkelectctl [--socket PATH] COMMAND [OPTIONS]\n"
 	    "\n"
-	    "Commands:\n"
+	    "Commands that ask this instance's agent (over its socket):\n"
 	    "  status [--json]             show this instance's role, epoch and leader\n"
 	    "  is-leader [-q|--quiet]      check once, without waiting: exit 0 if this\n"
 	    "                              instance leads now, 1 if not, 2 if the agent\n"
@@ -55,14 +56,23 @@ usage(FILE *f)
 	    "                              started on each term, stopped (SIGTERM,\n"
 	    "                              then SIGKILL) before the lease can lapse\n"
 	    "\n"
+	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
+	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
+	    "                              the whole election: contenders in queue\n"
+	    "                              order, their ids and values, the leader\n"
+	    "                              and its epoch; servers, chroot, auth and\n"
+	    "                              election path come from the agent's FILE\n"
+	    "                              (default $ZKELECT_CONFIG or\n"
+	    "                              " DEFAULT_CONFIG ")\n"
+	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
 	    "                      " DEFAULT_SOCKET ")\n"
 	    "  -h, --help          this help\n"
 	    "  -V, --version       print the version\n"
 	    "\n"
-	    "Exit status: 0 ok, 1 usage error (is-leader: not leading), 2 agent\n"
-	    "unreachable or error, 3 wait timed\n"
+	    "Exit status: 0 ok, 1 usage or configuration error (is-leader: not\n"
+	    "leading), 2 agent or ZooKeeper unreachable, or an error, 3 wait timed\n"
 	    "out (--timeout 0: the condition does not hold); run exits with its\n"
 	    "command's status.\n");
 }
@@ -730,6 +740,8 @@ main(int argc, char *argv[])
 		return cmd_resign(argc, argv);
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc, argv);
+	if (strcmp(cmd, "members") == 0)
+		return members_cmd(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """zkelectctl against real agents and a real ZooKeeper: `run` across freezes
 of the agent and of zkelectctl itself, what `run` says when it stops its
-command, and the one-shot checks (`is-leader`, `wait --timeout 0`).
+command, the one-shot checks (`is-leader`, `wait --timeout 0`), and the
+`members` view read straight from ZooKeeper.
 
 `run`'s command here is a small shell script that appends "start" and "stop"
 lines to a marker file; the tests read them back.
 """
 
+import json
 import os
 import signal
 import stat
@@ -412,3 +414,208 @@ def test_is_leader_checks_once(agents, tmp_path):
         assert r.returncode == 2 and "timed out" in r.stderr, r
     finally:
         a.resume()
+
+
+def test_help_names_every_command():
+    r = subprocess.run([ZKELECTCTL, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0
+    for word in ("status", "wait", "is-leader", "resign", "run", "members",
+                 "--timeout 0", "--config", "--json", "ZKELECT_CONFIG"):
+        assert word in r.stdout, word
+
+
+# --- members: the election read straight from ZooKeeper ------------------------
+
+def members(config, *args, timeout=30):
+    return subprocess.run([ZKELECTCTL, "members", "-c", str(config)] + list(args),
+                          capture_output=True, text=True, timeout=timeout * SLOW)
+
+
+def members_json(config):
+    r = members(config, "--json")
+    assert r.returncode == 0, r
+    return json.loads(r.stdout)
+
+
+def write_config(path, servers, election, extra=""):
+    path.write_text("zookeeper:\n  servers: \"%s\"\n%selection:\n  path: %s\n"
+                    % (servers, extra, election))
+    return path
+
+
+def test_members_shows_queue_order_leader_and_epoch(agents, observer, election):
+    a = agents.new("a1")
+    e1 = a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")["epoch"]
+    b = agents.new("b1")
+    b.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="b1 follows")
+    c = agents.new("c1")
+    c.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="c1 follows")
+    o = agents.new("o1", candidate=False)
+    o.wait_for(lambda s: s["role"] == "observer", 20 * SLOW, what="o1 observes")
+
+    # Any agent's configuration file will do; the agents need not run.
+    m = members_json(o.config)
+    queue = observer.contenders(election)
+    assert [x["node"] for x in m["contenders"]] == [n for n, _, _ in queue]
+    assert [x["id"] for x in m["contenders"]] == ["a1", "b1", "c1"]
+    assert [x["position"] for x in m["contenders"]] == [0, 1, 2]
+    assert [x["leader"] for x in m["contenders"]] == [True, False, False]
+    assert m["path"] == election
+    assert m["leader"] == {"id": "a1", "value": None, "epoch": e1,
+                           "node": queue[0][0]}
+    assert m["claim"] == {"id": "a1", "value": None, "epoch": e1}
+
+    r = members(a.config)
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == "%s: leader a1, epoch %d, 3 contenders" % (election, e1), r.stdout
+    assert lines[1].split() == ["POS", "ID", "ROLE", "NODE"], r.stdout
+    assert [ln.split()[:3] for ln in lines[2:]] == [
+        ["0", "a1", "leader"], ["1", "b1", "queued"], ["2", "c1", "queued"]], r.stdout
+
+    # A handover: the view follows, read afresh each time.
+    assert ctl(a.socket, "resign").returncode == 0
+    e2 = b.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="b1 leads")["epoch"]
+    m = poll(lambda: (lambda m: m if len(m["contenders"]) == 3 else None)(
+        members_json(c.config)), 20 * SLOW, what="a1 queued again")
+    assert [x["id"] for x in m["contenders"]] == ["b1", "c1", "a1"]
+    assert m["leader"]["id"] == "b1" and m["leader"]["epoch"] == e2 > e1
+    for x in agents.agents:
+        x.kill()
+    assert poll(lambda: members_json(o.config)["contenders"] == [], 20 * SLOW,
+                what="every contender gone") is not None
+    m = members_json(o.config)
+    assert m["leader"] is None and m["claim"]["id"] == "b1", m
+
+
+def test_members_values_and_curator_style_nodes(observer, zk_hostport, election, tmp_path):
+    # Contenders written as Curator's LeaderLatch writes them, data
+    # "id[\nvalue]", plus a child that is no contender and must be ignored.
+    zk = observer.zk
+    zk.ensure_path(election)
+    zk.create(election + "/lock-0000000000", b"not a contender")
+    first = zk.create(election + "/_c_%s-latch-" % uuid.uuid4(), b"x1\nhttp://10.0.0.1:80",
+                      ephemeral=True, sequence=True)
+    second = zk.create(election + "/_c_%s-latch-" % uuid.uuid4(), b"x2",
+                       ephemeral=True, sequence=True)
+    third = zk.create(election + "/_c_%s-latch-" % uuid.uuid4(), b"x3\nline\tone\nline two",
+                      ephemeral=True, sequence=True)
+    conf = write_config(tmp_path / "m.yaml", zk_hostport, election)
+
+    m = members_json(conf)
+    assert m["leader"] is None and m["claim"] is None   # nobody has claimed
+    assert [(x["node"], x["id"], x["value"]) for x in m["contenders"]] == [
+        (first.rsplit("/", 1)[1], "x1", "http://10.0.0.1:80"),
+        (second.rsplit("/", 1)[1], "x2", None),
+        (third.rsplit("/", 1)[1], "x3", "line\tone\nline two")]
+    r = members(conf)
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines()[0] == \
+        "%s: no leader named, 3 contenders" % election
+    assert r.stdout.splitlines()[1].split() == ["POS", "ID", "ROLE", "VALUE", "NODE"]
+    assert r.stdout.splitlines()[2].split()[:4] == ["0", "x1", "first", "http://10.0.0.1:80"]
+    assert r.stdout.splitlines()[3].split()[:4] == ["1", "x2", "queued", "-"]
+    assert "line\\x09one\\nline two" in r.stdout.splitlines()[4], r.stdout
+
+    # The first contender claims: the election node's data and mzxid.
+    st = zk.set(election, b"x1\nhttp://10.0.0.1:80")
+    m = members_json(conf)
+    assert m["leader"] == {"id": "x1", "value": "http://10.0.0.1:80", "epoch": st.mzxid,
+                           "node": first.rsplit("/", 1)[1]}
+    assert m["contenders"][0]["leader"] is True
+    r = members(conf)
+    assert r.stdout.splitlines()[0] == "%s: leader x1, epoch %d, value http://10.0.0.1:80, " \
+        "3 contenders" % (election, st.mzxid), r.stdout
+
+    # It leaves; the claim stays but names no one at the head of the queue.
+    zk.delete(first)
+    m = members_json(conf)
+    assert m["leader"] is None
+    assert m["claim"] == {"id": "x1", "value": "http://10.0.0.1:80", "epoch": st.mzxid}
+    assert [x["id"] for x in m["contenders"]] == ["x2", "x3"]
+    r = members(conf)
+    assert "no leader right now (the election node names x1, epoch %d, " \
+        "not the first contender)" % st.mzxid in r.stdout, r.stdout
+    # A claim older than the first contender's node is not its claim.
+    zk.set(election, b"x3")
+    n = zk.create(election + "/_c_%s-latch-" % uuid.uuid4(), b"x3", ephemeral=True,
+                  sequence=True)
+    zk.delete(second)
+    zk.delete(third)
+    m = members_json(conf)
+    assert m["contenders"][0]["node"] == n.rsplit("/", 1)[1] and m["leader"] is None, m
+
+
+def test_members_uses_chroot_and_auth_from_the_config(observer, zk_hostport, agents,
+                                                      tmp_path):
+    from kazoo.client import KazooClient
+    from kazoo.security import make_digest_acl
+    chroot = "/chroot-%s" % uuid.uuid4().hex[:8]
+    observer.zk.ensure_path(chroot)
+    auth = "  auth: {scheme: digest, credentials: \"ops:s3cret\"}\n"
+
+    # A real agent behind a chroot, with credentials.
+    a = agents.new("a1", start=False, zk_hostport=zk_hostport + chroot)
+    text = open(a.config).read().replace("zookeeper:\n", "zookeeper:\n" + auth, 1)
+    with open(a.config, "w") as f:
+        f.write(text)
+    a.start()
+    e = a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")["epoch"]
+    m = members_json(a.config)
+    assert m["path"] == agents.path and m["leader"]["id"] == "a1" and \
+        m["leader"]["epoch"] == e
+    assert observer.zk.exists(chroot + agents.path)
+
+    # An election only the credentials may read.
+    path = "/private-%s" % uuid.uuid4().hex[:8]
+    zk = KazooClient(hosts=zk_hostport, auth_data=[("digest", "ops:s3cret")])
+    zk.start(timeout=15)
+    try:
+        acl = [make_digest_acl("ops", "s3cret", all=True)]
+        zk.create(path, b"", acl=acl)
+        zk.create(path + "/_c_%s-latch-" % uuid.uuid4(), b"p1", acl=acl,
+                  ephemeral=True, sequence=True)
+        with_auth = write_config(tmp_path / "auth.yaml", zk_hostport, path, auth)
+        without = write_config(tmp_path / "noauth.yaml", zk_hostport, path)
+        m = members_json(with_auth)
+        assert [x["id"] for x in m["contenders"]] == ["p1"]
+        r = members(without)
+        assert r.returncode == 2 and "cannot read %s" % path in r.stderr and \
+            "check zookeeper.auth" in r.stderr, r
+        bad = write_config(tmp_path / "bad.yaml", zk_hostport, path,
+                           auth.replace("s3cret", "wrong"))
+        r = members(bad)
+        assert r.returncode == 2 and "check zookeeper.auth" in r.stderr, r
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_members_errors(zk_hostport, tmp_path, monkeypatch):
+    from zkharness import free_port
+    # Nobody listens: a clear error within the timeout, exit 2.
+    conf = write_config(tmp_path / "down.yaml", "127.0.0.1:%d" % free_port(), "/zkelect/x")
+    t0 = time.monotonic()
+    r = members(conf, "--timeout", "1s")
+    assert r.returncode == 2 and "cannot connect to ZooKeeper at 127.0.0.1:" in r.stderr, r
+    assert time.monotonic() - t0 < 10 * SLOW
+    # An election nobody has joined.
+    conf = write_config(tmp_path / "none.yaml", zk_hostport,
+                        "/zkelect/none-%s" % uuid.uuid4().hex[:8])
+    r = members(conf)
+    assert r.returncode == 2 and "does not exist" in r.stderr, r
+    # Configuration errors are the agent's own messages, exit 1.
+    r = members(tmp_path / "missing.yaml")
+    assert r.returncode == 1 and "missing.yaml" in r.stderr, r
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("zookeeper:\n  servers: \"%s\"\n  bogus: 1\nelection:\n  path: /x\n"
+                   % zk_hostport)
+    r = members(bad)
+    assert r.returncode == 1 and "bad.yaml:3:" in r.stderr, r
+    # The default file comes from ZKELECT_CONFIG.
+    env = dict(os.environ, ZKELECT_CONFIG=str(conf))
+    r = subprocess.run([ZKELECTCTL, "members"], capture_output=True, text=True, env=env,
+                       timeout=30 * SLOW)
+    assert r.returncode == 2 and "does not exist" in r.stderr, r
+    r = subprocess.run([ZKELECTCTL, "members", "extra"], capture_output=True, text=True)
+    assert r.returncode == 1, r
