@@ -2,11 +2,14 @@
 /*
  * zkelectctl: the app's and the operator's side of the local API.
  *   zkelectctl status [--json]
+ *   zkelectctl is-leader [--quiet]
  *   zkelectctl wait --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
  *   zkelectctl run -- CMD [ARGS...]
- * Exit status: 0 success (for wait: the condition holds), 1 usage error,
- * 2 the agent could not be reached or answered an error, 3 wait timed out.
+ *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
+ * Exit status: 0 success (for wait: the condition holds), 1 usage error
+ * (is-leader: not leading), 2 the agent could not be reached or answered
+ * an error, 3 wait timed out.
  */
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -14,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 #include <inttypes.h>
@@ -25,12 +29,10 @@
 
 #include "client.h"
 #include "config.h"
+#include "ctl.h"
 #include "version.h"
 
 #define DEFAULT_SOCKET	"/run/zkelect/zkelect.sock"
-#define EXIT_USAGE	1
-#define EXIT_AGENT	2
-#define EXIT_TIMEOUT	3
 
 static const char *socket_path = DEFAULT_SOCKET;
 
@@ -40,15 +42,28 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: zkelectctl [--socket PATH] COMMAND [OPTIONS]\n"
 	    "\n"
-	    "Commands:\n"
+	    "Commands that ask this instance's agent (over its socket):\n"
 	    "  status [--json]             show this instance's role, epoch and leader\n"
+	    "  is-leader [-q|--quiet]      check once, without waiting: exit 0 if this\n"
+	    "                              instance leads now, 1 if not, 2 if the agent\n"
+	    "                              cannot be asked; prints the role unless -q\n"
 	    "  wait --leader|--follower|--change [--timeout DURATION]\n"
 	    "                              block until this instance leads, follows,\n"
-	    "                              or its status changes\n"
+	    "                              or its status changes; --timeout 0 checks\n"
+	    "                              once and does not wait\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
 	    "  run -- CMD [ARGS...]        run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
 	    "                              then SIGKILL) before the lease can lapse\n"
+	    "\n"
+	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
+	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
+	    "                              the whole election: contenders in queue\n"
+	    "                              order, their ids and values, the leader\n"
+	    "                              and its epoch; servers, chroot, auth and\n"
+	    "                              election path come from the agent's FILE\n"
+	    "                              (default $ZKELECT_CONFIG or\n"
+	    "                              " DEFAULT_CONFIG ")\n"
 	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
@@ -56,8 +71,10 @@ usage(FILE *f)
 	    "  -h, --help          this help\n"
 	    "  -V, --version       print the version\n"
 	    "\n"
-	    "Exit status: 0 ok, 1 usage error, 2 agent unreachable or error,\n"
-	    "3 wait timed out.\n");
+	    "Exit status: 0 ok, 1 usage or configuration error (is-leader: not\n"
+	    "leading), 2 agent or ZooKeeper unreachable, or an error, 3 wait timed\n"
+	    "out (--timeout 0: the condition does not hold); run exits with its\n"
+	    "command's status.\n");
 }
 
 static int
@@ -135,6 +152,31 @@ now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* A duration as in the config ("500ms", "30s"); a bare "0" too. */
+static int
+parse_duration(const char *text, uint64_t *ms)
+{
+	if (strcmp(text, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	return config_parse_duration(text, ms);
+}
+
+/* Reads role and index from a status answer; -1 (said) if it has none. */
+static int
+status_fields(const char *what, struct client_response *resp, char *role,
+    size_t rlen, char *index, size_t ilen)
+{
+	if (resp->code == 200 &&
+	    client_json_get(resp->body, "role", role, rlen) == 0 &&
+	    client_json_get(resp->body, "index", index, ilen) == 0)
+		return 0;
+	fprintf(stderr, "zkelectctl: %s: unexpected answer %d: %s", what,
+	    resp->code, resp->body);
+	return -1;
+}
+
 static int
 cmd_wait(int argc, char *argv[])
 {
@@ -146,7 +188,8 @@ cmd_wait(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
 	char target[128], role[32], index[32];
-	uint64_t timeout_ms = 0, deadline, now, first_index = 0, left;
+	uint64_t timeout_ms = 0, deadline = 0, now, first_index = 0, left;
+	bool forever = true, held;
 	int ch, want = 0, polls = 0;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -160,11 +203,13 @@ cmd_wait(int argc, char *argv[])
 			want = ch;
 			break;
 		case 't':
-			if (config_parse_duration(optarg, &timeout_ms) == -1) {
+			if (parse_duration(optarg, &timeout_ms) == -1) {
 				fprintf(stderr, "zkelectctl: wait: invalid --timeout "
-				    "'%s' (use e.g. 30s)\n", optarg);
+				    "'%s' (use e.g. 30s, or 0 to check once)\n",
+				    optarg);
 				return EXIT_USAGE;
 			}
+			forever = false;
 			break;
 		default:
 			usage(stderr);
@@ -176,12 +221,14 @@ cmd_wait(int argc, char *argv[])
 		    "--leader, --follower or --change\n");
 		return EXIT_USAGE;
 	}
-	deadline = timeout_ms != 0 ? now_ms() + timeout_ms : 0;
+	if (!forever)
+		deadline = now_ms() + timeout_ms;
 	for (;;) {
 		now = now_ms();
-		left = deadline == 0 ? 30000 : deadline > now ? deadline - now : 0;
+		left = forever ? 30000 : deadline > now ? deadline - now : 0;
 		if (left > 30000)
 			left = 30000;
+		/* The first look, and the last, answer at once. */
 		if (polls == 0 || left == 0)
 			snprintf(target, sizeof(target), "/v1/status");
 		else
@@ -189,28 +236,72 @@ cmd_wait(int argc, char *argv[])
 			    "ms&index=%s", left, index);
 		if (request("GET", target, (int)left + 5000, &resp) == -1)
 			return EXIT_AGENT;
-		if (resp.code != 200 ||
-		    client_json_get(resp.body, "role", role, sizeof(role)) == -1 ||
-		    client_json_get(resp.body, "index", index, sizeof(index)) == -1) {
-			fprintf(stderr, "zkelectctl: unexpected answer %d: %s",
-			    resp.code, resp.body);
+		if (status_fields("wait", &resp, role, sizeof(role), index,
+		    sizeof(index)) == -1) {
 			client_response_free(&resp);
 			return EXIT_AGENT;
 		}
 		client_response_free(&resp);
 		if (polls++ == 0)
 			first_index = strtoull(index, NULL, 10);
-		if ((want == 'l' && strcmp(role, "leader") == 0) ||
+		held = (want == 'l' && strcmp(role, "leader") == 0) ||
 		    (want == 'f' && strcmp(role, "follower") == 0) ||
-		    (want == 'c' && strtoull(index, NULL, 10) != first_index)) {
+		    (want == 'c' && strtoull(index, NULL, 10) != first_index);
+		if (held) {
 			printf("%s\n", role);
 			return 0;
 		}
-		if (deadline != 0 && now_ms() >= deadline) {
+		if (!forever && timeout_ms == 0) {
+			fprintf(stderr, "zkelectctl: wait: %s (role %s; checked "
+			    "once, --timeout 0)\n", want == 'l' ? "not leading" :
+			    want == 'f' ? "not following" : "no change", role);
+			return EXIT_TIMEOUT;
+		}
+		if (!forever && now_ms() >= deadline) {
 			fprintf(stderr, "zkelectctl: wait: timed out (role %s)\n", role);
 			return EXIT_TIMEOUT;
 		}
 	}
+}
+
+/*
+ * One look, no waiting: exit 0 when this instance leads at the moment the
+ * agent answers, 1 when it does not, 2 when the agent cannot be asked.
+ */
+static int
+cmd_is_leader(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "quiet", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 } };
+	struct client_response resp;
+	char role[32], index[32], is_leader[16];
+	bool quiet = false;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+		if (ch != 'q') {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		quiet = true;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zkelectctl: is-leader: unexpected argument '%s'\n",
+		    argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (request("GET", "/v1/status", 5000, &resp) == -1)
+		return EXIT_AGENT;
+	if (status_fields("is-leader", &resp, role, sizeof(role), index,
+	    sizeof(index)) == -1 || client_json_get(resp.body, "is_leader",
+	    is_leader, sizeof(is_leader)) == -1) {
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
+	client_response_free(&resp);
+	if (!quiet)
+		printf("%s\n", role);
+	return strcmp(is_leader, "true") == 0 ? 0 : EXIT_NOT_LEADER;
 }
 
 static int
@@ -255,7 +346,10 @@ cmd_resign(int argc, char *argv[])
 
 /* --- run: a command that lives only while this instance leads. --- */
 
-#define RUN_POLL_MS		100	/* long-poll slice; bounds reaction time */
+#define RUN_POLL_MS		100	/* long-poll slice while the command runs */
+#define RUN_IDLE_WAIT_MS	30000	/* long poll while not leading */
+#define RUN_FRESH_MS		150	/* an answer this quick measures the lease */
+#define RUN_CONFIRM_MS		100	/* a last quick look before giving up */
 #define RUN_KILL_MARGIN_MS	200	/* SIGKILL this long before the lease ends */
 
 static volatile sig_atomic_t run_stop_sig;
@@ -266,32 +360,113 @@ run_on_signal(int sig)
 	run_stop_sig = sig;
 }
 
-/* Asks the agent; on success fills role, epoch and the lease deadline. */
-static int
-run_poll(const char *target, int timeout_ms, char *role, size_t rlen, char *epoch, size_t elen,
-    uint64_t *lease_deadline, char *index, size_t ilen)
+/*
+ * What the agent said last. Its lease ends no earlier than the moment we
+ * sent the request plus the lease_remaining_ms it answered: it wrote the
+ * answer after we sent. That bound falls short by at most the time the
+ * answer took, which is fine for a 100 ms slice (RUN_FRESH_MS). A long
+ * poll that waited seconds for a change, or an answer that sat in the
+ * socket while the agent or we were stopped, gives a bound that looks
+ * lapsed while the lease runs; so such an answer, when it says leader, is
+ * checked at once with a request that does not wait (run_look).
+ */
+struct run_view {
+	bool	 ok;			/* the agent answered */
+	int	 err;			/* errno when it did not */
+	char	 role[32];
+	char	 epoch[32];
+	char	 session[32];
+	char	 index[32];		/* "0": the next long poll answers at once */
+	uint64_t deadline;		/* lease end, when role is leader */
+	uint64_t took;			/* ms from sending to the whole answer */
+};
+
+/* One request: a long poll of up to wait_ms (0: answer now). */
+static void
+run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 {
 	struct client_response resp;
-	char lease[32];
+	char target[128], lease[32];
 	uint64_t sent = now_ms();
-	int rc = -1;
 
-	if (client_request(socket_path, "GET", target, timeout_ms, &resp) == -1)
-		return -1;
+	if (wait_ms > 0)
+		snprintf(target, sizeof(target), "/v1/status?wait=%dms&index=%s",
+		    wait_ms, v->index);
+	else
+		snprintf(target, sizeof(target), "/v1/status");
+	v->ok = false;
+	if (client_request(socket_path, "GET", target, timeout_ms, &resp) == -1) {
+		v->err = errno;
+		/* A restarted agent counts its index from 1 again: never long
+		 * poll a new connection with the index of an old one. */
+		strcpy(v->index, "0");
+		return;
+	}
+	v->took = now_ms() - sent;
 	if (resp.code == 200 &&
-	    client_json_get(resp.body, "role", role, rlen) == 0 &&
-	    client_json_get(resp.body, "epoch", epoch, elen) == 0 &&
-	    client_json_get(resp.body, "index", index, ilen) == 0 &&
+	    client_json_get(resp.body, "role", v->role, sizeof(v->role)) == 0 &&
+	    client_json_get(resp.body, "epoch", v->epoch, sizeof(v->epoch)) == 0 &&
+	    client_json_get(resp.body, "index", v->index, sizeof(v->index)) == 0 &&
 	    client_json_get(resp.body, "lease_remaining_ms", lease,
 	    sizeof(lease)) == 0) {
-		/* Measured from when we asked: the answer may be late. Only
-		 * a leader's answer moves it; a loss keeps the last term's. */
-		if (strcmp(role, "leader") == 0)
-			*lease_deadline = sent + strtoull(lease, NULL, 10);
-		rc = 0;
+		if (client_json_get(resp.body, "state", v->session,
+		    sizeof(v->session)) == -1)
+			strcpy(v->session, "?");
+		if (strcmp(v->role, "leader") == 0)
+			v->deadline = sent + strtoull(lease, NULL, 10);
+		v->ok = true;
+	} else {
+		v->err = EPROTO;
+		strcpy(v->index, "0");
 	}
 	client_response_free(&resp);
-	return rc;
+}
+
+/* Time left before the kill point of a lease ending at deadline. */
+static uint64_t
+run_time_left(uint64_t deadline)
+{
+	uint64_t now = now_ms();
+
+	return deadline > now + RUN_KILL_MARGIN_MS ?
+	    deadline - RUN_KILL_MARGIN_MS - now : 0;
+}
+
+/*
+ * Asks, then asks again at once if a leader answer was not quick. With a
+ * command running under epoch term, the lease of that term is extended
+ * from each answer that names it, and no request outlasts its kill point
+ * but the last quick look (RUN_CONFIRM_MS).
+ */
+static void
+run_look(struct run_view *v, int wait_ms, const char *term, uint64_t *lease_end)
+{
+	uint64_t left = 0;
+	int timeout_ms;
+
+	if (lease_end != NULL) {
+		left = run_time_left(*lease_end);
+		if (left <= (uint64_t)wait_ms)
+			wait_ms = 0;
+		timeout_ms = left > RUN_CONFIRM_MS ? (int)left : RUN_CONFIRM_MS;
+	} else
+		timeout_ms = wait_ms + 2000;
+	run_ask(v, wait_ms, timeout_ms);
+	if (v->ok && lease_end != NULL && strcmp(v->role, "leader") == 0 &&
+	    strcmp(v->epoch, term) == 0 && v->deadline > *lease_end)
+		*lease_end = v->deadline;	/* same term: the lease runs on */
+	if (!v->ok || v->took <= RUN_FRESH_MS || strcmp(v->role, "leader") != 0 ||
+	    run_stop_sig != 0)
+		return;
+	if (lease_end != NULL) {
+		left = run_time_left(*lease_end);
+		timeout_ms = left > RUN_CONFIRM_MS ? (int)left : RUN_CONFIRM_MS;
+	} else
+		timeout_ms = 2000;
+	run_ask(v, 0, timeout_ms);
+	if (v->ok && lease_end != NULL && strcmp(v->role, "leader") == 0 &&
+	    strcmp(v->epoch, term) == 0 && v->deadline > *lease_end)
+		*lease_end = v->deadline;
 }
 
 static pid_t
@@ -321,15 +496,16 @@ static int
 run_stop(pid_t pid, uint64_t kill_at)
 {
 	int status = 0;
-	bool killed = false;
+	bool killed = false, grace = now_ms() < kill_at;
 
 	kill(-pid, SIGTERM);
 	for (;;) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
 		if (!killed && now_ms() >= kill_at) {
-			fprintf(stderr, "zkelectctl: run: child %d did not stop; "
-			    "SIGKILL\n", (int)pid);
+			if (grace)	/* else the caller said why: no time left */
+				fprintf(stderr, "zkelectctl: run: child %d did not "
+				    "stop in time; SIGKILL\n", (int)pid);
 			kill(-pid, SIGKILL);
 			killed = true;
 		}
@@ -339,14 +515,49 @@ run_stop(pid_t pid, uint64_t kill_at)
 	return status;
 }
 
+/* The command's exit status as zkelectctl's own, said on stderr. */
+static int
+run_ended(const char *cmd, pid_t pid, int status)
+{
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "zkelectctl: run: %s (pid %d) was killed by SIG%s "
+		    "while leading\n", cmd, (int)pid,
+		    sigabbrev_np(WTERMSIG(status)) != NULL ?
+		    sigabbrev_np(WTERMSIG(status)) : "?");
+		return 128 + WTERMSIG(status);
+	}
+	fprintf(stderr, "zkelectctl: run: %s (pid %d) exited with status %d "
+	    "while leading\n", cmd, (int)pid, WEXITSTATUS(status));
+	return WEXITSTATUS(status);
+}
+
+/* Says why, then stops the command by the kill point of its lease. */
+static void
+run_halt(const char *cmd, pid_t pid, uint64_t lease_end, const char *why)
+{
+	uint64_t left = run_time_left(lease_end);
+
+	if (left > 0)
+		fprintf(stderr, "zkelectctl: run: %s; stopping %s (pid %d): SIGTERM, "
+		    "SIGKILL in %" PRIu64 " ms\n", why, cmd, (int)pid, left);
+	else
+		fprintf(stderr, "zkelectctl: run: %s; stopping %s (pid %d) with "
+		    "SIGKILL: no time is left on the lease it ran under\n", why,
+		    cmd, (int)pid);
+	run_stop(pid, lease_end - RUN_KILL_MARGIN_MS);
+}
+
 static int
 cmd_run(int argc, char *argv[])
 {
-	char role[32], epoch[32], index[32] = "0", target[128];
-	uint64_t deadline = 0, now, left;
+	struct run_view v;
 	struct sigaction sa;
+	char why[256], child_epoch[32] = "";
+	const char *cmd;
+	uint64_t lease_end = 0, kill_at;
 	pid_t child = -1;
-	int status, wait_ms, timeout_ms;
+	bool reachable = true, leading;
+	int status;
 
 	if (argc > 1 && strcmp(argv[1], "--") == 0) {
 		argc--;
@@ -357,68 +568,117 @@ cmd_run(int argc, char *argv[])
 		    "-- CMD [ARGS...])\n");
 		return EXIT_USAGE;
 	}
+	cmd = argv[1];
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = run_on_signal;
+	sa.sa_handler = run_on_signal;	/* no SA_RESTART: a signal ends a wait */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	memset(&v, 0, sizeof(v));
+	strcpy(v.index, "0");
 
-	while (run_stop_sig == 0) {
+	for (;;) {
 		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
 			kill(-child, SIGKILL);
-			fprintf(stderr, "zkelectctl: run: %s ended while leading\n",
-			    argv[1]);
-			return WIFEXITED(status) ? WEXITSTATUS(status) :
-			    128 + WTERMSIG(status);
+			return run_ended(cmd, child, status);
 		}
-		/* Leading: short slices keep the lease deadline fresh. Not
-		 * leading: a long wait, since any change answers at once. */
-		wait_ms = child > 0 ? RUN_POLL_MS : 30000;
-		timeout_ms = wait_ms + 2000;
-		if (child > 0) {
-			/* No single request may outlast the lease: a frozen
-			 * agent must not keep the child alive. */
-			now = now_ms();
-			left = deadline > now + RUN_KILL_MARGIN_MS ?
-			    deadline - now - RUN_KILL_MARGIN_MS : 1;
-			if (left < (uint64_t)timeout_ms)
-				timeout_ms = (int)left;
-			if (timeout_ms < wait_ms)
-				wait_ms = timeout_ms;
-		}
-		snprintf(target, sizeof(target), "/v1/status?wait=%dms&index=%s",
-		    wait_ms, index);
-		if (run_poll(target, timeout_ms, role, sizeof(role), epoch,
-		    sizeof(epoch),
-		    &deadline, index, sizeof(index)) == -1) {
-			/* Unreachable agent: treat as not leading (rule 2). */
-			strcpy(role, "unknown");
-			if (child <= 0)
-				usleep(RUN_POLL_MS * 1000);
-		}
-		now = now_ms();
-		if (strcmp(role, "leader") == 0 && now < deadline) {
-			if (child <= 0) {
-				child = run_spawn(&argv[1], epoch);
-				if (child == -1) {
-					perror("zkelectctl: run: fork");
-					return EXIT_AGENT;
-				}
-				fprintf(stderr, "zkelectctl: run: leading (epoch %s); "
-				    "started %s (pid %d)\n", epoch, argv[1], (int)child);
+		if (run_stop_sig != 0)
+			break;
+
+		/*
+		 * While the command runs, no request may outlast the kill point
+		 * of its lease: a stopped agent must not keep it alive. Past
+		 * that point (we were stopped ourselves, say) one quick look
+		 * decides. While it does not run, a long poll: any change
+		 * answers at once.
+		 */
+		if (child > 0)
+			run_look(&v, RUN_POLL_MS, child_epoch, &lease_end);
+		else if (v.ok && strcmp(v.role, "leader") == 0)
+			/* It leads, with too little lease left to start on:
+			 * look again soon. */
+			run_look(&v, RUN_POLL_MS, NULL, NULL);
+		else
+			run_look(&v, RUN_IDLE_WAIT_MS, NULL, NULL);
+		if (run_stop_sig != 0)
+			break;
+
+		if (!v.ok) {
+			if (v.err == ETIMEDOUT && child > 0)
+				snprintf(why, sizeof(why), "the agent at %s did not "
+				    "answer before the kill point of the lease of "
+				    "epoch %s", socket_path, child_epoch);
+			else if (v.err == ETIMEDOUT)
+				snprintf(why, sizeof(why), "the agent at %s did not "
+				    "answer in %d s", socket_path,
+				    (RUN_IDLE_WAIT_MS + 2000) / 1000);
+			else if (v.err == EPROTO)
+				snprintf(why, sizeof(why), "lost the agent at %s "
+				    "(the connection ended without an answer)",
+				    socket_path);
+			else
+				snprintf(why, sizeof(why), "cannot reach the agent "
+				    "at %s: %s", socket_path, strerror(v.err));
+			if (child > 0) {
+				run_halt(cmd, child, lease_end, why);
+				child = -1;
+			} else if (reachable && v.err != EPROTO) {
+				/* Said once; retried quietly until it answers. */
+				fprintf(stderr, "zkelectctl: run: %s; not leading "
+				    "until it answers\n", why);
+				reachable = false;
 			}
+			poll(NULL, 0, RUN_POLL_MS);	/* a signal ends it */
 			continue;
 		}
+		if (!reachable) {
+			fprintf(stderr, "zkelectctl: run: the agent at %s answers "
+			    "again (role %s)\n", socket_path, v.role);
+			reachable = true;
+		}
+
+		leading = strcmp(v.role, "leader") == 0;
 		if (child > 0) {
-			fprintf(stderr, "zkelectctl: run: no longer leading (%s); "
-			    "stopping %s\n", role, argv[1]);
-			run_stop(child, deadline > now + RUN_KILL_MARGIN_MS ?
-			    deadline - RUN_KILL_MARGIN_MS : now);
-			child = -1;
+			why[0] = '\0';
+			if (!leading)
+				snprintf(why, sizeof(why), "no longer leading: the "
+				    "agent reports role %s (session %s)", v.role,
+				    v.session);
+			else if (strcmp(v.epoch, child_epoch) != 0)
+				snprintf(why, sizeof(why), "a new term (epoch %s) "
+				    "replaces epoch %s", v.epoch, child_epoch);
+			else if (run_time_left(lease_end) == 0)
+				snprintf(why, sizeof(why), "the lease of epoch %s "
+				    "was not confirmed in time", child_epoch);
+			if (why[0] != '\0') {
+				run_halt(cmd, child, lease_end, why);
+				child = -1;
+			}
+		}
+		if (child <= 0 && leading && run_time_left(v.deadline) > RUN_POLL_MS) {
+			child = run_spawn(&argv[1], v.epoch);
+			if (child == -1) {
+				perror("zkelectctl: run: fork");
+				return EXIT_AGENT;
+			}
+			snprintf(child_epoch, sizeof(child_epoch), "%s", v.epoch);
+			lease_end = v.deadline;
+			fprintf(stderr, "zkelectctl: run: leading (epoch %s); started "
+			    "%s (pid %d)\n", v.epoch, cmd, (int)child);
 		}
 	}
-	if (child > 0)
-		run_stop(child, now_ms() + 5000);
+	fprintf(stderr, "zkelectctl: run: got SIG%s; ", sigabbrev_np(run_stop_sig));
+	if (child > 0) {
+		/* Five seconds to stop, but never past the lease. */
+		kill_at = now_ms() + 5000;
+		if (lease_end - RUN_KILL_MARGIN_MS < kill_at)
+			kill_at = lease_end - RUN_KILL_MARGIN_MS;
+		fprintf(stderr, "stopping %s (pid %d): SIGTERM, SIGKILL in %"
+		    PRIu64 " ms\n", cmd, (int)child, run_time_left(lease_end) <
+		    5000 ? run_time_left(lease_end) : 5000);
+		run_stop(child, kill_at);
+	} else
+		fprintf(stderr, "exiting (%s is not running)\n", cmd);
 	return 0;
 }
 
@@ -474,10 +734,14 @@ main(int argc, char *argv[])
 		return cmd_status(argc, argv);
 	if (strcmp(cmd, "wait") == 0)
 		return cmd_wait(argc, argv);
+	if (strcmp(cmd, "is-leader") == 0)
+		return cmd_is_leader(argc, argv);
 	if (strcmp(cmd, "resign") == 0)
 		return cmd_resign(argc, argv);
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc, argv);
+	if (strcmp(cmd, "members") == 0)
+		return members_cmd(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zkelectctl members: the whole election as ZooKeeper holds it, read on
+ * demand straight from ZooKeeper with the agent's configuration file
+ * (servers, chroot, auth, election path); no agent and no socket needed.
+ * It lists the contenders in queue order with their ids and values, and
+ * says who leads under which epoch, by the same test the agents use: the
+ * election node's claim names the first contender, and was written after
+ * that contender's node was created.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "election.h"
+
+#define MEMBERS_DATA_MAX	4096	/* bytes of node data shown */
+
+/* Node data "id[\nvalue]", kept as read. */
+struct members_data {
+	char	*buf;
+	int	 len;		/* -1: the node holds no data */
+	int	 idlen;		/* bytes before the first '\n' */
+};
+
+struct members_node {
+	int64_t			 seq;
+	char			*name;
+	int64_t			 czxid;
+	struct members_data	 data;
+};
+
+/* The election as read: contenders sorted by sequence, and the claim. */
+struct members_view {
+	struct members_node	*nodes;
+	int			 n;
+	struct members_data	 claim;		/* the election node's data */
+	int64_t			 epoch;		/* its mzxid */
+	int			 leader;	/* index in nodes, or -1 */
+};
+
+/* The session and one outstanding async call, shared with ZK's threads. */
+struct members_zk {
+	pthread_mutex_t	 lock;
+	pthread_cond_t	 cond;
+	int		 state;		/* last session state */
+	bool		 done;		/* the async call completed */
+	int		 rc;
+};
+
+/*
+ * The client library's log callback takes no context: the last message it
+ * logged (an error: the reason a connection fails) is kept here.
+ */
+static pthread_mutex_t	 members_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char		 members_log_last[512];
+
+static void
+members_log_cb(const char *message)
+{
+	const char *p;
+
+	/* "date:pid(tid):ZOO_ERROR@function@line: text": keep the text. */
+	if ((p = strstr(message, "ZOO_")) != NULL &&
+	    (p = strstr(p, ": ")) != NULL)
+		message = p + 2;
+	pthread_mutex_lock(&members_log_lock);
+	snprintf(members_log_last, sizeof(members_log_last), "%s", message);
+	pthread_mutex_unlock(&members_log_lock);
+}
+
+static void
+members_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	struct members_zk *z = ctx;
+
+	if (type != ZOO_SESSION_EVENT)
+		return;
+	pthread_mutex_lock(&z->lock);
+	z->state = state;
+	pthread_cond_broadcast(&z->cond);
+	pthread_mutex_unlock(&z->lock);
+}
+
+static void
+members_done(struct members_zk *z, int rc)
+{
+	pthread_mutex_lock(&z->lock);
+	z->rc = rc;
+	z->done = true;
+	pthread_cond_broadcast(&z->cond);
+	pthread_mutex_unlock(&z->lock);
+}
+
+static void
+members_void_cb(int rc, const void *data)
+{
+	members_done((struct members_zk *)(uintptr_t)data, rc);
+}
+
+static void
+members_string_cb(int rc, const char *value, const void *data)
+{
+	members_done((struct members_zk *)(uintptr_t)data, rc);
+}
+
+/*
+ * Waits until the session is connected (for == -1) or the async call has
+ * completed (for == 0), or until the deadline (CLOCK_MONOTONIC). Returns 0,
+ * or -1 on time out or a session that failed; *state says which.
+ */
+static int
+members_wait(struct members_zk *z, int what, const struct timespec *deadline,
+    int *state)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&z->lock);
+	for (;;) {
+		*state = z->state;
+		if (z->state == ZOO_AUTH_FAILED_STATE ||
+		    z->state == ZOO_EXPIRED_SESSION_STATE) {
+			rc = -1;
+			break;
+		}
+		if (what == -1 ? z->state == ZOO_CONNECTED_STATE : z->done)
+			break;
+		if (pthread_cond_timedwait(&z->cond, &z->lock, deadline) ==
+		    ETIMEDOUT) {
+			rc = -1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&z->lock);
+	return rc;
+}
+
+static void
+members_data_read(struct members_data *d, const char *buf, int len)
+{
+	const char *nl;
+
+	d->len = len;
+	d->buf = malloc(len > 0 ? (size_t)len : 1);
+	if (d->buf == NULL)
+		abort();
+	if (len > 0)
+		memcpy(d->buf, buf, (size_t)len);
+	nl = len > 0 ? memchr(d->buf, '\n', (size_t)len) : NULL;
+	d->idlen = nl != NULL ? (int)(nl - d->buf) : (len > 0 ? len : 0);
+}
+
+static bool
+members_data_has_value(const struct members_data *d)
+{
+	return d->len > d->idlen;
+}
+
+static int
+members_node_cmp(const void *a, const void *b)
+{
+	const struct members_node *x = a, *y = b;
+
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Reads path's data into d; returns the ZooKeeper result. */
+static int
+members_get(zhandle_t *zh, const char *path, struct members_data *d,
+    struct Stat *st)
+{
+	char buf[MEMBERS_DATA_MAX];
+	int len = sizeof(buf), rc;
+
+	rc = zoo_get(zh, path, 0, buf, &len, st);
+	if (rc != ZOK)
+		return rc;
+	if (st->dataLength > (int32_t)sizeof(buf))
+		fprintf(stderr, "zkelectctl: members: %s holds %d bytes; only the "
+		    "first %zu are shown\n", path, st->dataLength, sizeof(buf));
+	members_data_read(d, buf, len);
+	return ZOK;
+}
+
+/* Reads the election at path; 0, or the ZooKeeper error. */
+static int
+members_read(zhandle_t *zh, const char *path, struct members_view *v)
+{
+	struct String_vector kids;
+	struct Stat st;
+	struct members_node *nd;
+	char child[CONFIG_ZK_PATH_MAX + ELECTION_NAME_MAX];
+	int64_t seq;
+	int i, rc;
+
+	memset(v, 0, sizeof(*v));
+	v->leader = -1;
+	memset(&kids, 0, sizeof(kids));
+	if ((rc = zoo_get_children2(zh, path, 0, &kids, &st)) != ZOK)
+		return rc;
+	v->nodes = calloc((size_t)kids.count + 1, sizeof(*v->nodes));
+	if (v->nodes == NULL)
+		abort();
+	for (i = 0; i < kids.count; i++) {
+		/* Contenders only, named as the agents and Curator name them. */
+		if ((seq = election_node_seq(kids.data[i])) == -1)
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", path, kids.data[i]);
+		nd = &v->nodes[v->n];
+		rc = members_get(zh, child, &nd->data, &st);
+		if (rc == ZNONODE)
+			continue;	/* it left while we read */
+		if (rc != ZOK) {
+			deallocate_String_vector(&kids);
+			return rc;
+		}
+		nd->seq = seq;
+		nd->czxid = st.czxid;
+		if ((nd->name = strdup(kids.data[i])) == NULL)
+			abort();
+		v->n++;
+	}
+	deallocate_String_vector(&kids);
+	qsort(v->nodes, (size_t)v->n, sizeof(*v->nodes), members_node_cmp);
+
+	/* Read after the queue: a claim newer than the queue names a
+	 * contender we saw, or shows as not yet the first one's. */
+	if ((rc = members_get(zh, path, &v->claim, &st)) != ZOK)
+		return rc;
+	v->epoch = st.mzxid;
+	if (v->n > 0 && v->claim.idlen > 0 &&
+	    v->claim.idlen == v->nodes[0].data.idlen &&
+	    memcmp(v->claim.buf, v->nodes[0].data.buf, (size_t)v->claim.idlen) == 0 &&
+	    v->nodes[0].czxid < v->epoch)
+		v->leader = 0;
+	return ZOK;
+}
+
+static void
+members_view_free(struct members_view *v)
+{
+	int i;
+
+	for (i = 0; i < v->n; i++) {
+		free(v->nodes[i].name);
+		free(v->nodes[i].data.buf);
+	}
+	free(v->nodes);
+	free(v->claim.buf);
+}
+
+/* Writes bytes as JSON string contents (UTF-8 passed through). */
+static void
+members_json_bytes(FILE *f, const char *p, int len)
+{
+	int i;
+
+	fputc('"', f);
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void
+members_json_data(FILE *f, const struct members_data *d)
+{
+	fputs("\"id\":", f);
+	members_json_bytes(f, d->buf, d->idlen);
+	fputs(",\"value\":", f);
+	if (members_data_has_value(d))
+		members_json_bytes(f, d->buf + d->idlen + 1, d->len - d->idlen - 1);
+	else
+		fputs("null", f);
+}
+
+static void
+members_print_json(FILE *f, const char *path, const struct members_view *v)
+{
+	int i;
+
+	fputs("{\"path\":", f);
+	members_json_bytes(f, path, (int)strlen(path));
+	fputs(",\"leader\":", f);
+	if (v->leader >= 0) {
+		fputc('{', f);
+		members_json_data(f, &v->claim);
+		fprintf(f, ",\"epoch\":%" PRId64 ",\"node\":", v->epoch);
+		members_json_bytes(f, v->nodes[v->leader].name,
+		    (int)strlen(v->nodes[v->leader].name));
+		fputc('}', f);
+	} else
+		fputs("null", f);
+	fputs(",\"claim\":", f);
+	if (v->claim.idlen > 0) {
+		fputc('{', f);
+		members_json_data(f, &v->claim);
+		fprintf(f, ",\"epoch\":%" PRId64 "}", v->epoch);
+	} else
+		fputs("null", f);
+	fputs(",\"contenders\":[", f);
+	for (i = 0; i < v->n; i++) {
+		fprintf(f, "%s{\"position\":%d,\"node\":", i > 0 ? "," : "", i);
+		members_json_bytes(f, v->nodes[i].name, (int)strlen(v->nodes[i].name));
+		fputc(',', f);
+		members_json_data(f, &v->nodes[i].data);
+		fprintf(f, ",\"leader\":%s}", i == v->leader ? "true" : "false");
+	}
+	fputs("]}\n", f);
+}
+
+/* Bytes for a terminal: control characters escaped, C style. */
+static char *
+members_text(const char *p, int len)
+{
+	char *out, *q;
+	int i;
+
+	if ((out = q = malloc((size_t)len * 4 + 1)) == NULL)
+		abort();
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)p[i];
+
+		if (c == '\n') {
+			*q++ = '\\';
+			*q++ = 'n';
+		} else if (c < 0x20 || c == 0x7f)
+			q += sprintf(q, "\\x%02x", c);
+		else
+			*q++ = (char)c;
+	}
+	*q = '\0';
+	return out;
+}
+
+static char *
+members_text_id(const struct members_data *d)
+{
+	return members_text(d->buf, d->idlen);
+}
+
+static char *
+members_text_value(const struct members_data *d)
+{
+	if (!members_data_has_value(d))
+		return members_text("-", 1);
+	return members_text(d->buf + d->idlen + 1, d->len - d->idlen - 1);
+}
+
+static void
+members_print_text(FILE *f, const char *path, const struct members_view *v)
+{
+	char *id, *val;
+	int i, wid = 2, wval = 5, len;
+	bool values = members_data_has_value(&v->claim);
+
+	fprintf(f, "%s: ", path);
+	id = members_text_id(&v->claim);
+	if (v->leader >= 0) {
+		fprintf(f, "leader %s, epoch %" PRId64, id, v->epoch);
+		if (members_data_has_value(&v->claim)) {
+			val = members_text_value(&v->claim);
+			fprintf(f, ", value %s", val);
+			free(val);
+		}
+	} else if (v->claim.idlen == 0)
+		fprintf(f, "no leader named");
+	else
+		fprintf(f, "no leader right now (the election node names %s, "
+		    "epoch %" PRId64 ", not the first contender)", id, v->epoch);
+	free(id);
+	fprintf(f, ", %d contender%s\n", v->n, v->n == 1 ? "" : "s");
+	if (v->n == 0)
+		return;
+
+	for (i = 0; i < v->n; i++) {
+		id = members_text_id(&v->nodes[i].data);
+		val = members_text_value(&v->nodes[i].data);
+		if ((len = (int)strlen(id)) > wid)
+			wid = len;
+		if ((len = (int)strlen(val)) > wval)
+			wval = len;
+		if (members_data_has_value(&v->nodes[i].data))
+			values = true;
+		free(id);
+		free(val);
+	}
+	fprintf(f, "%-3s  %-*s  %-6s  ", "POS", wid, "ID", "ROLE");
+	if (values)
+		fprintf(f, "%-*s  ", wval, "VALUE");
+	fprintf(f, "NODE\n");
+	for (i = 0; i < v->n; i++) {
+		id = members_text_id(&v->nodes[i].data);
+		fprintf(f, "%-3d  %-*s  %-6s  ", i, wid, id,
+		    i == v->leader ? "leader" : i == 0 ? "first" : "queued");
+		if (values) {
+			val = members_text_value(&v->nodes[i].data);
+			fprintf(f, "%-*s  ", wval, val);
+			free(val);
+		}
+		fprintf(f, "%s\n", v->nodes[i].name);
+		free(id);
+	}
+}
+
+static void
+members_usage(FILE *f)
+{
+	fprintf(f, "usage: zkelectctl members [-c FILE] [--json] "
+	    "[--timeout DURATION]\n");
+}
+
+int
+members_cmd(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 } };
+	struct members_zk z;
+	struct members_view v;
+	struct config *conf;
+	struct timespec deadline;
+	pthread_condattr_t ca;
+	zhandle_t *zh;
+	const char *file, *env, *step;
+	char last[sizeof(members_log_last)];
+	uint64_t timeout_ms = 10000;
+	bool json = false;
+	int ch, rc, state = 0, status = EXIT_AGENT;
+
+	env = getenv("ZKELECT_CONFIG");
+	file = env != NULL && env[0] != '\0' ? env : DEFAULT_CONFIG;
+	while ((ch = getopt_long(argc, argv, "c:j", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			file = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 't':
+			if (config_parse_duration(optarg, &timeout_ms) == -1 ||
+			    timeout_ms == 0) {
+				fprintf(stderr, "zkelectctl: members: invalid "
+				    "--timeout '%s' (use e.g. 10s)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			members_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zkelectctl: members: unexpected argument '%s'\n",
+		    argv[optind]);
+		members_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if ((conf = config_load(file, stderr)) == NULL)
+		return EXIT_USAGE;
+
+	memset(&z, 0, sizeof(z));
+	pthread_mutex_init(&z.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&z.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += (time_t)(timeout_ms / 1000);
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+
+	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+	zh = zookeeper_init2(conf->zk_servers, members_watcher,
+	    (int)conf->zk_session_timeout_ms, NULL, &z, 0, members_log_cb);
+	if (zh == NULL) {
+		/* Its errno is not telling (a name that does not resolve
+		 * gives ENOENT); the library's own message is. */
+		pthread_mutex_lock(&members_log_lock);
+		snprintf(last, sizeof(last), "%s", members_log_last);
+		pthread_mutex_unlock(&members_log_lock);
+		fprintf(stderr, "zkelectctl: members: cannot use ZooKeeper servers "
+		    "'%s': %s\n", conf->zk_servers, last[0] != '\0' ? last :
+		    strerror(errno));
+		goto out;
+	}
+	step = "connect to";
+	if (members_wait(&z, -1, &deadline, &state) == -1)
+		goto fail;
+	/* Credentials first: the reads after them are queued behind. */
+	if (conf->zk_auth_scheme != NULL) {
+		step = "authenticate";
+		z.done = false;
+		rc = zoo_add_auth(zh, conf->zk_auth_scheme,
+		    conf->zk_auth_credentials, (int)strlen(conf->zk_auth_credentials),
+		    members_void_cb, (void *)(uintptr_t)&z);
+		if (rc != ZOK || members_wait(&z, 0, &deadline, &state) == -1 ||
+		    z.rc != ZOK) {
+			fprintf(stderr, "zkelectctl: members: ZooKeeper refused the "
+			    "%s credentials of %s (%s)\n", conf->zk_auth_scheme,
+			    file, zerror(rc != ZOK ? rc : z.done ? z.rc :
+			    ZOPERATIONTIMEOUT));
+			goto out;
+		}
+	}
+	/* A sync first: the server we read from has caught up with the
+	 * leader of the ensemble, so the view is current. */
+	step = "sync with";
+	z.done = false;
+	rc = zoo_async(zh, conf->election_path, members_string_cb,
+	    (void *)(uintptr_t)&z);
+	if (rc != ZOK || members_wait(&z, 0, &deadline, &state) == -1)
+		goto fail;
+	if (z.rc != ZOK && z.rc != ZNONODE) {
+		fprintf(stderr, "zkelectctl: members: cannot sync with ZooKeeper "
+		    "at %s: %s\n", conf->zk_servers, zerror(z.rc));
+		goto out;
+	}
+	rc = members_read(zh, conf->election_path, &v);
+	if (rc == ZNONODE) {
+		fprintf(stderr, "zkelectctl: members: %s does not exist on %s: no "
+		    "agent has joined this election yet\n", conf->election_path,
+		    conf->zk_servers);
+		members_view_free(&v);
+		goto out;
+	}
+	if (rc != ZOK) {
+		fprintf(stderr, "zkelectctl: members: cannot read %s on %s: %s%s\n",
+		    conf->election_path, conf->zk_servers, zerror(rc),
+		    rc == ZNOAUTH ? " (check zookeeper.auth)" : "");
+		members_view_free(&v);
+		goto out;
+	}
+	if (json)
+		members_print_json(stdout, conf->election_path, &v);
+	else
+		members_print_text(stdout, conf->election_path, &v);
+	members_view_free(&v);
+	status = 0;
+	goto out;
+
+fail:
+	pthread_mutex_lock(&members_log_lock);
+	snprintf(last, sizeof(last), "%s", members_log_last);
+	pthread_mutex_unlock(&members_log_lock);
+	if (state == ZOO_AUTH_FAILED_STATE)
+		fprintf(stderr, "zkelectctl: members: ZooKeeper at %s refused the "
+		    "credentials of %s\n", conf->zk_servers, file);
+	else
+		fprintf(stderr, "zkelectctl: members: cannot %s ZooKeeper at %s "
+		    "within %" PRIu64 " ms%s%s\n", step, conf->zk_servers,
+		    timeout_ms, last[0] != '\0' ? "; last client error: " : "",
+		    last);
+out:
+	if (zh != NULL)
+		zookeeper_close(zh);
+	pthread_cond_destroy(&z.cond);
+	pthread_mutex_destroy(&z.lock);
+	config_free(conf);
+	return status;
+}
