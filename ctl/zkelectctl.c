@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "guard.h"
 #include "config.h"
 #include "version.h"
 
@@ -294,48 +296,57 @@ run_poll(const char *target, int timeout_ms, char *role, size_t rlen, char *epoc
 	return rc;
 }
 
-static pid_t
-run_spawn(char *argv[], const char *epoch)
+/*
+ * Starts the command under a guard process (agent/guard.c): the command's
+ * whole process tree ends when the command does, when we stop it, and when
+ * we die, kill -9 included. Waits for the guard's report: exec errors are
+ * said here, once.
+ */
+static int
+run_spawn(struct guard *g, char *argv[], const char *epoch)
 {
+	struct pollfd pfd;
 	pid_t pid;
+	int err;
 
-	pid = fork();
-	if (pid == -1)
+	setenv("ZKELECT_ROLE", "leader", 1);
+	setenv("ZKELECT_EPOCH", epoch, 1);
+	if (guard_spawn(g, argv, NULL, GUARD_SEARCH_PATH) == -1)
 		return -1;
-	if (pid == 0) {
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("ZKELECT_ROLE", "leader", 1);
-		setenv("ZKELECT_EPOCH", epoch, 1);
-		execvp(argv[0], argv);
-		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
-		    strerror(errno));
-		_exit(127);
+	pfd.fd = g->ctl;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 5000) == 1 && guard_report(g, &pid, &err) == 1) {
+		if (err != 0)
+			fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n",
+			    argv[0], strerror(err));
+		else
+			fprintf(stderr, "zkelectctl: run: leading (epoch %s); "
+			    "started %s (pid %d)\n", epoch, argv[0], (int)pid);
 	}
-	setpgid(pid, pid);
-	return pid;
+	return 0;
 }
 
-/* Stops the child: SIGTERM now, SIGKILL by kill_at; returns its status. */
+/* Stops the command: SIGTERM now, SIGKILL to its whole tree by kill_at;
+ * returns its status once nothing of it is left. */
 static int
-run_stop(pid_t pid, uint64_t kill_at)
+run_stop(struct guard *g, uint64_t kill_at)
 {
 	int status = 0;
 	bool killed = false;
 
-	kill(-pid, SIGTERM);
+	guard_term(g);
 	for (;;) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
+		if (waitpid(g->pid, &status, WNOHANG) == g->pid)
 			break;
 		if (!killed && now_ms() >= kill_at) {
-			fprintf(stderr, "zkelectctl: run: child %d did not stop; "
-			    "SIGKILL\n", (int)pid);
-			kill(-pid, SIGKILL);
+			fprintf(stderr, "zkelectctl: run: the command did not stop; "
+			    "SIGKILL to its process tree\n");
+			guard_kill(g);
 			killed = true;
 		}
 		usleep(5000);
 	}
-	kill(-pid, SIGKILL);	/* whatever it left in its group */
+	guard_release(g);
 	return status;
 }
 
@@ -345,7 +356,7 @@ cmd_run(int argc, char *argv[])
 	char role[32], epoch[32], index[32] = "0", target[128];
 	uint64_t deadline = 0, now, left;
 	struct sigaction sa;
-	pid_t child = -1;
+	struct guard child = { -1, -1, -1 };
 	int status, wait_ms, timeout_ms;
 
 	if (argc > 1 && strcmp(argv[1], "--") == 0) {
@@ -364,8 +375,8 @@ cmd_run(int argc, char *argv[])
 	sigaction(SIGHUP, &sa, NULL);
 
 	while (run_stop_sig == 0) {
-		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-			kill(-child, SIGKILL);
+		if (child.pid > 0 && waitpid(child.pid, &status, WNOHANG) == child.pid) {
+			guard_release(&child);
 			fprintf(stderr, "zkelectctl: run: %s ended while leading\n",
 			    argv[1]);
 			return WIFEXITED(status) ? WEXITSTATUS(status) :
@@ -373,9 +384,9 @@ cmd_run(int argc, char *argv[])
 		}
 		/* Leading: short slices keep the lease deadline fresh. Not
 		 * leading: a long wait, since any change answers at once. */
-		wait_ms = child > 0 ? RUN_POLL_MS : 30000;
+		wait_ms = child.pid > 0 ? RUN_POLL_MS : 30000;
 		timeout_ms = wait_ms + 2000;
-		if (child > 0) {
+		if (child.pid > 0) {
 			/* No single request may outlast the lease: a frozen
 			 * agent must not keep the child alive. */
 			now = now_ms();
@@ -393,32 +404,27 @@ cmd_run(int argc, char *argv[])
 		    &deadline, index, sizeof(index)) == -1) {
 			/* Unreachable agent: treat as not leading (rule 2). */
 			strcpy(role, "unknown");
-			if (child <= 0)
+			if (child.pid <= 0)
 				usleep(RUN_POLL_MS * 1000);
 		}
 		now = now_ms();
 		if (strcmp(role, "leader") == 0 && now < deadline) {
-			if (child <= 0) {
-				child = run_spawn(&argv[1], epoch);
-				if (child == -1) {
-					perror("zkelectctl: run: fork");
-					return EXIT_AGENT;
-				}
-				fprintf(stderr, "zkelectctl: run: leading (epoch %s); "
-				    "started %s (pid %d)\n", epoch, argv[1], (int)child);
+			if (child.pid <= 0 &&
+			    run_spawn(&child, &argv[1], epoch) == -1) {
+				perror("zkelectctl: run: fork");
+				return EXIT_AGENT;
 			}
 			continue;
 		}
-		if (child > 0) {
+		if (child.pid > 0) {
 			fprintf(stderr, "zkelectctl: run: no longer leading (%s); "
 			    "stopping %s\n", role, argv[1]);
-			run_stop(child, deadline > now + RUN_KILL_MARGIN_MS ?
+			run_stop(&child, deadline > now + RUN_KILL_MARGIN_MS ?
 			    deadline - RUN_KILL_MARGIN_MS : now);
-			child = -1;
 		}
 	}
-	if (child > 0)
-		run_stop(child, now_ms() + 5000);
+	if (child.pid > 0)
+		run_stop(&child, now_ms() + 5000);
 	return 0;
 }
 
