@@ -387,6 +387,7 @@ end:
 	guard_exit_as(status);
 }
 
+/* Forks the guard, which starts ARGV (see guard.h). */
 int
 guard_spawn(struct guard *g, char *const argv[], char *const envp[], int flags)
 {
@@ -438,6 +439,7 @@ guard_spawn(struct guard *g, char *const argv[], char *const envp[], int flags)
 	return 0;
 }
 
+/* The guard's one report: the command's pid and exec errno. */
 int
 guard_report(struct guard *g, pid_t *pid, int *err)
 {
@@ -464,18 +466,21 @@ guard_send(const struct guard *g, char c)
 	}
 }
 
+/* Asks the guard for SIGTERM to the command's process group. */
 void
 guard_term(const struct guard *g)
 {
 	guard_send(g, GUARD_TERM);
 }
 
+/* Asks the guard to SIGKILL the whole tree and exit. */
 void
 guard_kill(const struct guard *g)
 {
 	guard_send(g, GUARD_KILL);
 }
 
+/* Closes our ends, once the guard is reaped. */
 void
 guard_release(struct guard *g)
 {

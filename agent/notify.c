@@ -257,6 +257,7 @@ notify_env_free(char **env)
 	free(env);
 }
 
+/* A pidfile's text as a pid in 2..INT_MAX (see notify.h). */
 int
 notify_parse_pid(const char *text, pid_t *pid)
 {
@@ -847,6 +848,7 @@ notify_sigchld_cb(evutil_socket_t sig, short what, void *arg)
 	notify_progress(n);
 }
 
+/* A role change: signals, hooks and the child (see notify.h). */
 void
 notify_transition(struct notify *n, const struct election_action *a)
 {
@@ -878,6 +880,7 @@ notify_transition(struct notify *n, const struct election_action *a)
 	notify_progress(n);
 }
 
+/* Followers and observers: a new leader runs on_leader_change. */
 void
 notify_leader_seen(struct notify *n, const struct election_report *r)
 {
@@ -909,6 +912,7 @@ notify_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX / 2 || b > UINT64_MAX / 2 ? UINT64_MAX / 2 : a + b;
 }
 
+/* How long what is queued or running may still take, at most. */
 uint64_t
 notify_drain_ms(const struct notify *n, uint64_t now)
 {
@@ -931,6 +935,7 @@ notify_drain_ms(const struct notify *n, uint64_t now)
 	return t;
 }
 
+/* Sets up the queue, timers and SIGCHLD handling. */
 struct notify *
 notify_open(struct agent *agent)
 {
@@ -973,6 +978,7 @@ done:
 	notify_item_free(&p->it);
 }
 
+/* At exit: kill and reap what still runs, before the session closes. */
 void
 notify_close(struct notify *n)
 {
@@ -1000,12 +1006,14 @@ notify_close(struct notify *n)
 	free(n);
 }
 
+/* Counters for /metrics. */
 const struct notify_stats *
 notify_get_stats(const struct notify *n)
 {
 	return &n->stats;
 }
 
+/* True while a hook or the child runs, or a step is queued. */
 bool
 notify_busy(const struct notify *n)
 {
