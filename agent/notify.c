@@ -388,9 +388,9 @@ notify_push(struct notify *n, enum notify_step step, enum election_role role,
 	} else if (r->has_leader) {
 		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r->leader_id);
 		it->leader_epoch = r->leader_epoch;
-		/* XXX the report has no leader_value yet: the leader's
-		 * election.value reaches followers once it does; until
-		 * then ZKELECT_LEADER_VALUE is empty on followers. */
+		if (r->has_value &&
+		    (it->leader_value = strdup(r->leader_value)) == NULL)
+			abort();
 	}
 }
 
@@ -656,7 +656,7 @@ notify_node_may_stand(const struct election_action *a)
 {
 	static const char *const kept[] = {
 		"connection lost", "read-only server", "request failed",
-		"lease lapsed", NULL
+		"lease lapsed", "lease lapsed while disconnected", NULL
 	};
 	int i;
 

@@ -616,12 +616,22 @@ epoch=$ZKELECT_LEADER_EPOCH value=[$ZKELECT_LEADER_VALUE]" >> "$MARKS"
 """
 
 
+def with_value(agents, agent_id, value, **kw):
+    """An agent whose election.value is VALUE."""
+    a = agents.new(agent_id, start=False, **kw)
+    with open(a.config) as f:
+        text = f.read()
+    with open(a.config, "w") as f:
+        f.write(text.replace("election:\n", "election:\n  value: \"%s\"\n" % value, 1))
+    return a.start()
+
+
 def test_on_leader_change_tells_followers_and_observers(agents, markfile):
     change = script(agents.dir, "change.sh", CHANGE_HOOK)
     y = "notify:\n  on_leader_change: [\"%s\", \"%%s\"]\n" % change
-    a = agents.new("a1", extra_yaml=y % "a1")
+    a = with_value(agents, "a1", "a1-addr", extra_yaml=y % "a1")
     e1 = a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")["epoch"]
-    b = agents.new("b1", extra_yaml=y % "b1")
+    b = with_value(agents, "b1", "b1-addr", extra_yaml=y % "b1")
     b.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="b1 follows")
     o = agents.new("obs", candidate=False, extra_yaml=y % "obs")
     o.wait_for(lambda s: s["leader"] is not None, 20 * SLOW, what="obs sees a1")
@@ -633,11 +643,11 @@ def test_on_leader_change_tells_followers_and_observers(agents, markfile):
     for who, role in (("b1", "follower"), ("obs", "observer")):
         m = seen(who, 1)[0][3]
         assert (m["role"], m["leader"], int(m["epoch"]), m["value"]) == (
-            role, "a1", e1, "[]"), m
+            role, "a1", e1, "[a1-addr]"), m
     resign(a, hold="1s")
     e2 = b.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="b1 leads")["epoch"]
     m = seen("obs", 2)[1][3]
-    assert (m["leader"], int(m["epoch"])) == ("b1", e2)
+    assert (m["leader"], int(m["epoch"]), m["value"]) == ("b1", e2, "[b1-addr]")
     m = seen("a1", 1)[0][3]          # a1 now follows b1
     assert (m["role"], m["leader"], int(m["epoch"])) == ("follower", "b1", e2)
     # The new leader is not told through on_leader_change; nobody twice.
