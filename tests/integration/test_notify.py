@@ -315,6 +315,10 @@ def test_hook_order_under_rapid_flapping(agents, markfile):
     b.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="b1 follows")
     cur, other = a, b
     for _ in range(8):
+        # The other is back in the queue (its rejoin after its own resign
+        # may linger a moment): otherwise cur, alone, would lead again.
+        other.wait_for(lambda s: s["role"] == "follower" and s["position"] == 1,
+                       20 * SLOW, what="%s queued" % other.id)
         resign(cur, hold="0s")
         other.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="%s leads" % other.id)
         cur, other = other, cur
