@@ -50,6 +50,7 @@ struct agent {
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;
 	uint64_t		 started;	/* ms, clock_now_ms */
+	bool			 stop_now;	/* second signal, or the stop timed out */
 	int			 exit_code;
 };
 

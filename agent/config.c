@@ -9,6 +9,7 @@
  */
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <arpa/inet.h>
@@ -84,6 +85,7 @@ static void check_id(struct loader *, const char *, const yaml_mark_t *, const c
 static void check_socket(struct loader *, const char *, const yaml_mark_t *, const char *);
 static void check_listen(struct loader *, const char *, const yaml_mark_t *, const char *);
 static void check_value(struct loader *, const char *, const yaml_mark_t *, const char *);
+static void check_pidfile(struct loader *, const char *, const yaml_mark_t *, const char *);
 
 #define F(field)	offsetof(struct config, field)
 
@@ -123,7 +125,7 @@ static const struct key notify_keys[] = {
 	{ "on_follower", K_ARGV, F(notify_on_follower), false, NULL, NULL, 0, 0 },
 	{ "hook_timeout", K_DURATION, F(notify_hook_timeout_ms), false, NULL, NULL,
 	    1, UINT64_MAX },
-	{ "pidfile", K_STRING, F(notify_pidfile), false, NULL, NULL, 0, 0 },
+	{ "pidfile", K_STRING, F(notify_pidfile), false, check_pidfile, NULL, 0, 0 },
 	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0 },
 	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0 },
 	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0 },
@@ -362,6 +364,43 @@ check_socket(struct loader *ld, const char *what, const yaml_mark_t *mark,
 		    "in sun_path)", what, SUN_PATH_LEN - 1);
 }
 
+/* The agent may run from any directory (systemd: /): no relative pidfile. */
+static void
+check_pidfile(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *s)
+{
+	if (s[0] != '/')
+		conf_error(ld, mark, "%s: must be an absolute path", what);
+}
+
+/*
+ * A hook or the child: an absolute path (no PATH search, no working
+ * directory to depend on) to an executable regular file, checked now so
+ * that a typo fails --check-config and a reload, not the first transition.
+ */
+static void
+check_exec(struct loader *ld, const char *what, const yaml_mark_t *mark,
+    const char *path)
+{
+	char buf[512];
+	struct stat st;
+
+	if (path[0] != '/') {
+		conf_error(ld, mark, "%s: must be an absolute path (not '%s')",
+		    what, show(buf, sizeof(buf), path));
+		return;
+	}
+	if (stat(path, &st) == -1)
+		conf_error(ld, mark, "%s: cannot run '%s': %s", what,
+		    show(buf, sizeof(buf), path), strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		conf_error(ld, mark, "%s: cannot run '%s': not a regular file",
+		    what, show(buf, sizeof(buf), path));
+	else if (access(path, X_OK) == -1)
+		conf_error(ld, mark, "%s: cannot run '%s': not executable", what,
+		    show(buf, sizeof(buf), path));
+}
+
 /* "HOST:PORT" where HOST is 127.x.x.x, localhost or [::1]. */
 static void
 check_listen(struct loader *ld, const char *what, const yaml_mark_t *mark,
@@ -529,6 +568,10 @@ load_argv(struct loader *ld, const char *what, const yaml_node_t *node,
 		free(argv);
 		return;
 	}
+	/* Every argv key is a notify.* command: argv[0] must be runnable. */
+	snprintf(elem_what, sizeof(elem_what), "%s[0]", what);
+	check_exec(ld, elem_what, &yaml_document_get_node(ld->doc,
+	    *node->data.sequence.items.start)->start_mark, argv[0]);
 	argv_free(*field);
 	*field = argv;
 }

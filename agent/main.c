@@ -27,6 +27,7 @@
 #include "version.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
+#define STOP_WAIT_MAX_MS (24ULL * 3600 * 1000)	/* a hook_timeout of years */
 
 static void
 usage(FILE *f)
@@ -110,6 +111,7 @@ agent_changed(struct agent *agent)
 
 	api_changed(agent->api);
 	election_report(&agent->election, &r);
+	notify_leader_seen(agent->notify, &r);
 	if (r.role == ELECTION_LEADER)
 		snprintf(status, sizeof(status), "leader, epoch %" PRIu64
 		    ", %d candidates", r.epoch, r.candidates);
@@ -129,6 +131,68 @@ agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	sdnotify_watchdog();
 }
 
+static bool
+agent_argv_differ(char *const *a, char *const *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	for (; *a != NULL && *b != NULL; a++, b++)
+		if (strcmp(*a, *b) != 0)
+			return true;
+	return *a != *b;
+}
+
+static bool
+agent_str_differ(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return strcmp(a, b) != 0;
+}
+
+/* Names the reloadable keys whose value changes, as "changed: a, b". */
+static void
+agent_reload_changes(const struct config *old, const struct config *new,
+    char *buf, size_t len)
+{
+	const struct {
+		const char	*name;
+		bool		 differ;
+	} keys[] = {
+		{ "notify.on_leader", agent_argv_differ(old->notify_on_leader,
+		    new->notify_on_leader) },
+		{ "notify.on_follower", agent_argv_differ(old->notify_on_follower,
+		    new->notify_on_follower) },
+		{ "notify.on_leader_change", agent_argv_differ(
+		    old->notify_on_leader_change, new->notify_on_leader_change) },
+		{ "notify.on_leader_failure", old->notify_resign_on_failure !=
+		    new->notify_resign_on_failure },
+		{ "notify.hook_timeout", old->notify_hook_timeout_ms !=
+		    new->notify_hook_timeout_ms },
+		{ "notify.pidfile", agent_str_differ(old->notify_pidfile,
+		    new->notify_pidfile) },
+		{ "notify.leader_signal", old->notify_leader_signal !=
+		    new->notify_leader_signal },
+		{ "notify.follower_signal", old->notify_follower_signal !=
+		    new->notify_follower_signal },
+		{ "notify.run", agent_argv_differ(old->notify_run, new->notify_run) },
+		{ "log.level", old->log_level != new->log_level },
+		{ "log.format", old->log_format != new->log_format },
+		{ "api.allow_tcp_resign", old->api_tcp_resign != new->api_tcp_resign },
+	};
+	size_t i, n = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!keys[i].differ)
+			continue;
+		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
+		    n == 0 ? "changed: " : ", ", keys[i].name);
+		if (n >= len)
+			break;
+	}
+}
+
 /*
  * SIGHUP: reload what can change in place (log level and format, hooks,
  * signals, hook timeout, the supervised command). Keys that need a restart
@@ -138,7 +202,7 @@ static void
 agent_reload(struct agent *agent)
 {
 	struct config *old = agent->conf, *new;
-	char *errs = NULL, *line, *save = NULL;
+	char *errs = NULL, *line, *save = NULL, changed[512];
 	size_t errlen = 0;
 	FILE *f;
 
@@ -180,7 +244,10 @@ agent_reload(struct agent *agent)
 	if (old->api_socket_mode != new->api_socket_mode)
 		log_warnx("reload: api.socket_mode changed; it takes a restart");
 
-	/* Swap in what can change; the rest of new is freed with it. */
+	agent_reload_changes(old, new, changed, sizeof(changed));
+
+	/* Swap in what can change; the rest of new is freed with it. Queued
+	 * hooks and a child not yet started keep what they were queued with. */
 #define SWAP(field) do {						\
 	__typeof__(old->field) tmp = old->field;			\
 	old->field = new->field;					\
@@ -188,6 +255,8 @@ agent_reload(struct agent *agent)
 } while (0)
 	SWAP(notify_on_leader);
 	SWAP(notify_on_follower);
+	SWAP(notify_on_leader_change);
+	SWAP(notify_resign_on_failure);
 	SWAP(notify_hook_timeout_ms);
 	SWAP(notify_pidfile);
 	SWAP(notify_leader_signal);
@@ -199,7 +268,8 @@ agent_reload(struct agent *agent)
 #undef SWAP
 	config_free(new);
 	log_init(old->log_level, old->log_format);
-	log_info("reload: configuration reloaded from %s", old->file);
+	log_info("reload: configuration reloaded from %s; %s", old->file,
+	    changed[0] != '\0' ? changed : "nothing changed");
 	sdnotify_ready();
 }
 
@@ -214,9 +284,42 @@ agent_stop_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct agent *agent = arg;
 
-	log_warnx("stop: ZooKeeper did not confirm the delete in time; "
-	    "closing the session instead");
+	log_warnx("stop: the app was not told, or ZooKeeper did not confirm "
+	    "the delete, in time; ending what still runs, then closing the "
+	    "session");
+	agent->stop_now = true;
 	event_base_loopexit(agent->base, NULL);
+}
+
+static void
+agent_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *agent = arg;
+
+	if (!notify_busy(agent->notify))
+		event_base_loopexit(agent->base, NULL);
+}
+
+/*
+ * The election is done: our node is deleted, or goes when we close the
+ * session. Rule 10 holds whatever the connection did meanwhile: hooks still
+ * running and the child still stopping get their time (within the stop
+ * timeout) before the session closes.
+ */
+static void
+agent_drain(struct agent *agent)
+{
+	struct timeval tick = { 0, 50 * 1000 };
+	struct event *ev;
+
+	if (agent->stop_now || !notify_busy(agent->notify))
+		return;
+	log_info("stop: waiting for the hooks and the child to finish before "
+	    "closing the session");
+	ev = event_new(agent->base, -1, EV_PERSIST, agent_drain_cb, agent);
+	event_add(ev, &tick);
+	event_base_dispatch(agent->base);
+	event_free(ev);
 }
 
 static void
@@ -224,27 +327,43 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *agent = arg;
 	struct election_event ev;
-	uint64_t grace_ms = STOP_GRACE_MS;
+	uint64_t grace_ms;
 	struct timeval grace;
 
 	if (agent->election.stopping) {
 		log_info("%s again: exiting now", strsignal((int)sig));
+		agent->stop_now = true;
 		event_base_loopexit(agent->base, NULL);
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
 	log_debug("trace: stop at=%" PRIu64, clock_now_us());
 	sdnotify_stopping();
-	/* Hooks get their whole timeout and the kill grace before we give up. */
-	if (agent->conf->notify_on_follower != NULL)
-		grace_ms += agent->conf->notify_hook_timeout_ms + 2000;
-	grace.tv_sec = (time_t)(grace_ms / 1000);
-	grace.tv_usec = (suseconds_t)(grace_ms % 1000) * 1000;
-	evtimer_add(agent->ev_stop_timeout, &grace);
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_STOP;
 	ev.now = clock_now_ms();
 	zk_feed(agent->zk, &ev);
+	/*
+	 * Our node goes only once the app has been told (rule 10): give the
+	 * hooks their timeouts and kill grace and the child its deadline,
+	 * all now queued or running, and ZooKeeper time for the delete.
+	 */
+	grace_ms = STOP_GRACE_MS + notify_drain_ms(agent->notify, clock_now_ms());
+	if (grace_ms > STOP_WAIT_MAX_MS)
+		grace_ms = STOP_WAIT_MAX_MS;
+	grace.tv_sec = (time_t)(grace_ms / 1000);
+	grace.tv_usec = (suseconds_t)(grace_ms % 1000) * 1000;
+	evtimer_add(agent->ev_stop_timeout, &grace);
+}
+
+/* libevent's own warnings, through our log (and its format). */
+static void
+agent_event_log_cb(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
 }
 
 int
@@ -301,6 +420,7 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	log_init(agent.conf->log_level, agent.conf->log_format);
+	event_set_log_callback(agent_event_log_cb);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* ZooKeeper's threads wake the loop: libevent must be thread-aware. */
@@ -355,11 +475,14 @@ main(int argc, char *argv[])
 	}
 
 	event_base_dispatch(agent.base);
+	agent_drain(&agent);
 	log_info("stopped");
 
 out:
-	zk_close(agent.zk);
+	/* Hooks and the child (their whole trees) end before the session
+	 * does: closing it lets our node go (rule 10). */
 	notify_close(agent.notify);
+	zk_close(agent.zk);
 	api_close(agent.api);
 	event_free(agent.ev_sigterm);
 	event_free(agent.ev_sigint);

@@ -2,48 +2,82 @@
 /*
  * Telling the app: hooks, signals and the supervised child.
  *
- * Hooks run one at a time, in the order of the transitions, each in its own
- * process group under hook_timeout (then SIGTERM, then SIGKILL to the
- * group). A loss of leadership stops the supervised child at once (SIGTERM,
- * then SIGKILL before the lease could lapse), sends the follower signal and
- * queues on_follower; the election lets its node go only when all of that is
- * done (EV_NOTIFIED). Children are reaped from SIGCHLD in the loop.
+ * Hooks run one at a time, in the order of the transitions, each under
+ * hook_timeout (then SIGTERM, then SIGKILL). A loss of leadership stops the
+ * supervised child at once (SIGTERM, then SIGKILL before the lease could
+ * lapse; SIGKILL straight away when our node may be gone, since a successor
+ * may lead already), sends the follower signal and queues on_follower; the
+ * election lets its node go only when all of that is done (EV_NOTIFIED).
+ *
+ * Every hook and the child run under a guard process (guard.c): their whole
+ * process tree ends with them and with the agent, even on kill -9. Their
+ * output comes back through a pipe and is logged line by line (as JSON
+ * with log.format json). A queued step owns a copy of what it will run, so
+ * that a reload cannot pull it away. Guards are reaped from SIGCHLD in the
+ * loop.
  */
-#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "agent.h"
 #include "clock.h"
+#include "guard.h"
 #include "log.h"
 #include "notify.h"
 
 #define NOTIFY_QUEUE_MAX	16
 #define NOTIFY_KILL_GRACE_MS	2000	/* hook: SIGTERM -> SIGKILL */
 #define NOTIFY_KILL_MARGIN_MS	200	/* child: SIGKILL this long before the lease ends */
+#define NOTIFY_REAP_MS		2000	/* a guard told to kill is gone within this */
+#define NOTIFY_LINE_MAX		1024	/* output lines longer than this are split */
+#define NOTIFY_HOLD_MIN_MS	1000	/* on_leader_failure: resign: the first hold, */
+#define NOTIFY_HOLD_MAX_MS	300000	/* doubled on each failure in a row, up to this */
 
 extern char **environ;
 
-enum notify_step { STEP_HOOK_LEADER, STEP_HOOK_FOLLOWER, STEP_START_CHILD };
+enum notify_step {
+	STEP_HOOK_LEADER,
+	STEP_HOOK_FOLLOWER,
+	STEP_HOOK_CHANGE,
+	STEP_START_CHILD,
+};
 
 struct notify_item {
 	enum notify_step step;
 	enum election_role role;	/* the role it announces */
-	uint64_t	 epoch;
+	uint64_t	 epoch;		/* ours, while leading */
 	char		 leader_id[ELECTION_ID_MAX];
+	uint64_t	 leader_epoch;	/* 0: no leader known */
+	char		*leader_value;	/* owned */
 	char		 reason[64];
 	uint64_t	 term;		/* which leadership term it belongs to */
+	char		**argv;		/* owned copy: a reload cannot change it */
+};
+
+/* A hook or the child, running under its guard. */
+struct notify_proc {
+	struct notify	*n;
+	struct guard	 g;		/* g.pid > 0 while it runs */
+	struct notify_item it;		/* what runs (owns it.argv) */
+	pid_t		 cmd;		/* the command itself, once the guard said */
+	uint64_t	 started;
+	struct event	*ev_out, *ev_ctl;
+	char		 line[NOTIFY_LINE_MAX + 1];
+	size_t		 len;
 };
 
 struct notify {
@@ -52,18 +86,25 @@ struct notify {
 	int		 qhead, qlen;
 	uint64_t	 term;		/* bumped on each leadership gain */
 
-	/* the running hook */
-	pid_t		 hook_pid;
-	struct notify_item hook;
-	uint64_t	 hook_started;
+	struct notify_proc hook;
 	int		 hook_stage;	/* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct event	*hook_timer;
 
-	/* the supervised child (notify.run) */
-	pid_t		 child_pid;
-	uint64_t	 child_term;
+	struct notify_proc child;	/* notify.run */
 	bool		 child_stopping;
+	uint64_t	 child_kill_at;
 	struct event	*child_timer;
+
+	/* on_leader_change: the leader last reported to the app */
+	bool		 seen_leader;
+	char		 seen_id[ELECTION_ID_MAX];
+	uint64_t	 seen_epoch;
+
+	/* on_leader_failure: resign */
+	unsigned	 failures;	/* on_leader failures in a row */
+	uint64_t	 resign_hold_ms;
+	uint64_t	 resign_term;
+	struct event	*ev_resign;
 
 	bool		 owe_notified;	/* EV_NOTIFIED once all is done */
 	struct event	*ev_sigchld;
@@ -72,17 +113,107 @@ struct notify {
 
 static void	notify_progress(struct notify *);
 
+/* The name a step's process goes by in the log. */
 static const char *
-notify_step_name(enum notify_step s)
+notify_source(enum notify_step s)
 {
 	switch (s) {
 	case STEP_HOOK_LEADER:		return "on_leader";
 	case STEP_HOOK_FOLLOWER:	return "on_follower";
+	case STEP_HOOK_CHANGE:		return "on_leader_change";
 	default:			return "run";
 	}
 }
 
-/* The environment of a hook or child: ours, with ZKELECT_* set. */
+static const char *
+notify_label(enum notify_step s)
+{
+	switch (s) {
+	case STEP_HOOK_LEADER:		return "on_leader hook";
+	case STEP_HOOK_FOLLOWER:	return "on_follower hook";
+	case STEP_HOOK_CHANGE:		return "on_leader_change hook";
+	default:			return "child";
+	}
+}
+
+/* "SIGKILL", or "signal 40" for one without a name. */
+static const char *
+notify_signame(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev != NULL)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* How a process ended, for the log: "exited with status 3", ... */
+static const char *
+notify_how(int status, char *buf, size_t len)
+{
+	char sig[32];
+
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "was killed by %s",
+		    notify_signame(WTERMSIG(status), sig, sizeof(sig)));
+	else
+		snprintf(buf, len, "ended (wait status %d)", status);
+	return buf;
+}
+
+static char **
+notify_argv_dup(char *const *argv)
+{
+	size_t n = 0, i;
+	char **copy;
+
+	while (argv[n] != NULL)
+		n++;
+	if ((copy = calloc(n + 1, sizeof(*copy))) == NULL)
+		abort();
+	for (i = 0; i < n; i++)
+		if ((copy[i] = strdup(argv[i])) == NULL)
+			abort();
+	return copy;
+}
+
+static void
+notify_item_free(struct notify_item *it)
+{
+	size_t i;
+
+	if (it->argv != NULL) {
+		for (i = 0; it->argv[i] != NULL; i++)
+			free(it->argv[i]);
+		free(it->argv);
+	}
+	free(it->leader_value);
+	it->argv = NULL;
+	it->leader_value = NULL;
+}
+
+/* Variables of ours that describe the agent to systemd, not to the app. */
+static bool
+notify_env_strip(const char *var)
+{
+	static const char *const strip[] = {
+		"ZKELECT_", "NOTIFY_SOCKET=", "WATCHDOG_", "LISTEN_FDS=",
+		"LISTEN_PID=", "LISTEN_FDNAMES=", NULL
+	};
+	int i;
+
+	for (i = 0; strip[i] != NULL; i++)
+		if (strncmp(var, strip[i], strlen(strip[i])) == 0)
+			return true;
+	return false;
+}
+
+/* The environment of a hook or child: ours, with ZKELECT_* set and the
+ * systemd variables meant for the agent alone taken out. */
 static char **
 notify_env(struct notify *n, const struct notify_item *it)
 {
@@ -92,18 +223,24 @@ notify_env(struct notify *n, const struct notify_item *it)
 
 	while (environ[count] != NULL)
 		count++;
-	env = calloc(count + 6, sizeof(*env));
+	env = calloc(count + 8, sizeof(*env));
 	if (env == NULL)
 		abort();
 	for (i = 0; i < count; i++)
-		if (strncmp(environ[i], "ZKELECT_", 8) != 0)
-			env[k++] = strdup(environ[i]);
+		if (!notify_env_strip(environ[i]) &&
+		    (env[k++] = strdup(environ[i])) == NULL)
+			abort();
 	if (asprintf(&env[k++], "ZKELECT_ROLE=%s", election_role_name(it->role)) < 0 ||
 	    (it->epoch != 0 ?
 	    asprintf(&env[k++], "ZKELECT_EPOCH=%" PRIu64, it->epoch) :
 	    asprintf(&env[k++], "ZKELECT_EPOCH=")) < 0 ||
 	    asprintf(&env[k++], "ZKELECT_ID=%s", conf->election_id) < 0 ||
 	    asprintf(&env[k++], "ZKELECT_LEADER_ID=%s", it->leader_id) < 0 ||
+	    (it->leader_epoch != 0 ?
+	    asprintf(&env[k++], "ZKELECT_LEADER_EPOCH=%" PRIu64, it->leader_epoch) :
+	    asprintf(&env[k++], "ZKELECT_LEADER_EPOCH=")) < 0 ||
+	    asprintf(&env[k++], "ZKELECT_LEADER_VALUE=%s",
+	    it->leader_value != NULL ? it->leader_value : "") < 0 ||
 	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0)
 		abort();
 	env[k] = NULL;
@@ -120,107 +257,183 @@ notify_env_free(char **env)
 	free(env);
 }
 
-/*
- * fork + execve in a new process group, stdout joined to our stderr (the
- * agent's log). The child dies with the agent (PR_SET_PDEATHSIG) so that a
- * kill -9 of the agent cannot leave a leader-only process running.
- */
-static pid_t
-notify_spawn(char *const argv[], char *const env[], bool die_with_agent)
+/* A pidfile's text as a pid in 2..INT_MAX (see notify.h). */
+int
+notify_parse_pid(const char *text, pid_t *pid)
 {
-	pid_t pid;
-	int devnull;
+	const char *p = text;
+	long long v = 0;
 
-	pid = fork();
-	if (pid == -1) {
-		log_warn("notify: fork");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
 		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v > INT_MAX)
+			return -1;
 	}
-	if (pid == 0) {
-		sigset_t all;
-
-		setpgid(0, 0);
-		if (die_with_agent)
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		devnull = open("/dev/null", O_RDONLY);
-		if (devnull != -1) {
-			dup2(devnull, STDIN_FILENO);
-			close(devnull);
-		}
-		dup2(STDERR_FILENO, STDOUT_FILENO);
-		execve(argv[0], argv, env);
-		dprintf(STDERR_FILENO, "zkelectd: cannot run %s: %s\n", argv[0],
-		    strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);	/* both sides, so no race with a kill */
-	return pid;
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	if (*p != '\0' || v < 2)
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
 }
 
-/* pidfile + signal: a missing or stale pidfile is a warning, no more. */
+/*
+ * pidfile + signal: a missing, stale or unreadable pidfile is a warning, no
+ * more. The pid must be one process (never 0, 1, -1 or a group). As root,
+ * a pidfile that is a symbolic link or writable by others is refused: its
+ * owner could aim our signal at any process.
+ */
 static void
 notify_signal_app(struct notify *n, int sig)
 {
 	const char *file = n->agent->conf->notify_pidfile;
-	char buf[32];
-	FILE *f;
-	long pid;
-	char *end;
+	char buf[64], show[32], name[32];
+	bool root = geteuid() == 0;
+	struct stat st;
+	ssize_t got;
+	size_t i;
+	pid_t pid;
+	int fd;
 
 	if (file == NULL || sig == 0)
 		return;
-	f = fopen(file, "r");
-	if (f == NULL) {
-		log_warn("notify: pidfile %s", file);
-		n->stats.signal_failures++;
-		return;
+	notify_signame(sig, name, sizeof(name));
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+	    (root ? O_NOFOLLOW : 0));
+	if (fd == -1) {
+		if (root && errno == ELOOP)
+			log_warnx("notify: pidfile %s is a symbolic link; the agent "
+			    "runs as root and does not follow it (no %s sent)",
+			    file, name);
+		else
+			log_warn("notify: pidfile %s (no %s sent)", file, name);
+		goto fail;
 	}
-	if (fgets(buf, sizeof(buf), f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	errno = 0;
-	pid = strtol(buf, &end, 10);
-	if (errno != 0 || end == buf || (*end != '\0' && *end != '\n') || pid <= 1) {
-		log_warnx("notify: pidfile %s holds no pid", file);
-		n->stats.signal_failures++;
-		return;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		log_warnx("notify: pidfile %s is not a regular file (no %s sent)",
+		    file, name);
+		close(fd);
+		goto fail;
 	}
-	if (kill((pid_t)pid, sig) == -1) {
-		log_warn("notify: signal %s to pid %ld (from %s)", strsignal(sig),
-		    pid, file);
-		n->stats.signal_failures++;
-		return;
+	if (root && (st.st_mode & S_IWOTH) != 0) {
+		log_warnx("notify: pidfile %s is writable by others; the agent "
+		    "runs as root and does not trust it (no %s sent)", file, name);
+		close(fd);
+		goto fail;
+	}
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got < 0) {
+		log_warn("notify: pidfile %s (no %s sent)", file, name);
+		goto fail;
+	}
+	buf[got] = '\0';
+	if ((size_t)got == sizeof(buf) - 1 || notify_parse_pid(buf, &pid) == -1) {
+		for (i = 0; i < sizeof(show) - 1 && buf[i] != '\0' &&
+		    buf[i] != '\n'; i++)
+			show[i] = (buf[i] < 0x20 || buf[i] == 0x7f) ? '?' : buf[i];
+		show[i] = '\0';
+		log_warnx("notify: pidfile %s: '%s' is not a pid (a decimal "
+		    "number in 2..%d); no %s sent", file, show, INT_MAX, name);
+		goto fail;
+	}
+	if (kill(pid, sig) == -1) {
+		log_warn("notify: %s to pid %d (from %s)", name, (int)pid, file);
+		goto fail;
 	}
 	n->stats.signals++;
-	log_info("notify: sent %s to pid %ld", strsignal(sig), pid);
+	log_info("notify: sent %s to pid %d (from %s)", name, (int)pid, file);
+	return;
+fail:
+	n->stats.signal_failures++;
 }
 
+/* Queues STEP; it runs a copy of ARGV (NULL: START_CHILD's run). */
 static void
 notify_push(struct notify *n, enum notify_step step, enum election_role role,
-    const char *reason)
+    const char *reason, char *const *argv, const struct election_report *r)
 {
+	const struct config *conf = n->agent->conf;
+	struct election_report own;
 	struct notify_item *it;
-	struct election_report r;
 
 	if (n->qlen == NOTIFY_QUEUE_MAX) {
 		/* Cannot happen with the cancellation below; say so if it does. */
-		log_error("notify: queue full; dropping %s", notify_step_name(step));
+		log_error("notify: queue full; dropping %s", notify_label(step));
 		return;
+	}
+	if (r == NULL) {
+		election_report(&n->agent->election, &own);
+		r = &own;
 	}
 	it = &n->q[(n->qhead + n->qlen++) % NOTIFY_QUEUE_MAX];
 	memset(it, 0, sizeof(*it));
 	it->step = step;
 	it->role = role;
 	it->term = n->term;
-	it->epoch = role == ELECTION_LEADER ? n->agent->election.epoch : 0;
-	election_report(&n->agent->election, &r);
-	snprintf(it->leader_id, sizeof(it->leader_id), "%s",
-	    role == ELECTION_LEADER ? n->agent->conf->election_id :
-	    r.has_leader ? r.leader_id : "");
+	it->argv = notify_argv_dup(argv);
 	snprintf(it->reason, sizeof(it->reason), "%s", reason);
+	if (role == ELECTION_LEADER) {
+		it->epoch = n->agent->election.epoch;
+		snprintf(it->leader_id, sizeof(it->leader_id), "%s",
+		    conf->election_id);
+		it->leader_epoch = it->epoch;
+		if (conf->election_value != NULL &&
+		    (it->leader_value = strdup(conf->election_value)) == NULL)
+			abort();
+	} else if (r->has_leader) {
+		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r->leader_id);
+		it->leader_epoch = r->leader_epoch;
+		if (r->has_value &&
+		    (it->leader_value = strdup(r->leader_value)) == NULL)
+			abort();
+	}
+}
+
+/* Drops queued steps for which KEEP is false; returns how many went. */
+static int
+notify_drop(struct notify *n, bool (*keep)(const struct notify_item *, uint64_t),
+    uint64_t arg, bool *dropped_leader)
+{
+	struct notify_item kept[NOTIFY_QUEUE_MAX];
+	int i, k = 0, gone = 0;
+
+	for (i = 0; i < n->qlen; i++) {
+		struct notify_item *it = &n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX];
+
+		if (keep(it, arg)) {
+			kept[k++] = *it;
+			continue;
+		}
+		if (it->step != STEP_HOOK_CHANGE)
+			log_info("notify: skipping %s of a term already over",
+			    notify_label(it->step));
+		if (it->step == STEP_HOOK_LEADER && dropped_leader != NULL)
+			*dropped_leader = true;
+		notify_item_free(it);
+		gone++;
+	}
+	memcpy(n->q, kept, sizeof(kept[0]) * (size_t)k);
+	n->qhead = 0;
+	n->qlen = k;
+	return gone;
+}
+
+static bool
+notify_keep_other_terms(const struct notify_item *it, uint64_t term)
+{
+	return it->term != term ||
+	    (it->step != STEP_HOOK_LEADER && it->step != STEP_START_CHILD);
+}
+
+static bool
+notify_keep_not_change(const struct notify_item *it, uint64_t unused)
+{
+	return it->step != STEP_HOOK_CHANGE;
 }
 
 /* Drops queued, not yet started, steps of the given term; true when its
@@ -228,35 +441,255 @@ notify_push(struct notify *n, enum notify_step step, enum election_role role,
 static bool
 notify_cancel_term(struct notify *n, uint64_t term)
 {
-	struct notify_item keep[NOTIFY_QUEUE_MAX];
-	int i, k = 0;
 	bool dropped = false;
 
-	for (i = 0; i < n->qlen; i++) {
-		struct notify_item *it = &n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX];
-		if (it->term == term && it->step != STEP_HOOK_FOLLOWER) {
-			log_info("notify: skipping %s of a term already over",
-			    notify_step_name(it->step));
-			if (it->step == STEP_HOOK_LEADER)
-				dropped = true;
-		} else
-			keep[k++] = *it;
-	}
-	memcpy(n->q, keep, sizeof(keep[0]) * (size_t)k);
-	n->qhead = 0;
-	n->qlen = k;
+	notify_drop(n, notify_keep_other_terms, term, &dropped);
 	return dropped;
 }
 
+/* --- the processes: output, report, start, end --- */
+
 static void
-notify_child_stop(struct notify *n)
+notify_proc_line(struct notify_proc *p)
+{
+	p->line[p->len] = '\0';
+	log_output(notify_source(p->it.step), (long)(p->cmd > 0 ? p->cmd :
+	    p->g.pid), p->line);
+	p->len = 0;
+}
+
+/* Reads the guard's report (the command's pid, or why it could not run). */
+static void
+notify_proc_report(struct notify_proc *p)
+{
+	const struct config *conf = p->n->agent->conf;
+	pid_t pid;
+	int err, rc;
+
+	if (p->ev_ctl == NULL)
+		return;
+	if ((rc = guard_report(&p->g, &pid, &err)) == 0)
+		return;
+	event_free(p->ev_ctl);
+	p->ev_ctl = NULL;
+	if (rc == -1)
+		return;
+	p->cmd = pid;
+	if (err != 0) {
+		log_warnx("notify: %s: cannot run %s: %s", notify_label(p->it.step),
+		    p->it.argv[0], strerror(err));
+		return;
+	}
+	if (p->it.step == STEP_START_CHILD)
+		log_info("notify: child %s started (pid %d, epoch %" PRIu64 ")",
+		    p->it.argv[0], (int)pid, p->it.epoch);
+	else if (p->it.step == STEP_HOOK_CHANGE)
+		log_info("notify: %s %s started (pid %d, leader %s, epoch %"
+		    PRIu64 ")", notify_label(p->it.step), p->it.argv[0],
+		    (int)pid, p->it.leader_id, p->it.leader_epoch);
+	else
+		log_info("notify: %s %s started (pid %d, role %s, %s; timeout "
+		    "%" PRIu64 " ms)", notify_label(p->it.step), p->it.argv[0],
+		    (int)pid, election_role_name(p->it.role), p->it.reason,
+		    conf->notify_hook_timeout_ms);
+}
+
+/* Logs what the process printed, line by line; at end of file, the rest. */
+static void
+notify_proc_read(struct notify_proc *p)
+{
+	char buf[4096];
+	ssize_t got, i;
+
+	if (p->ev_out == NULL)
+		return;
+	notify_proc_report(p);	/* its pid first, for the lines */
+	for (;;) {
+		got = read(p->g.out, buf, sizeof(buf));
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got == -1 && errno == EAGAIN)
+			return;
+		if (got <= 0)
+			break;
+		for (i = 0; i < got; i++) {
+			if (buf[i] == '\n') {
+				notify_proc_line(p);
+				continue;
+			}
+			p->line[p->len++] = buf[i];
+			if (p->len == NOTIFY_LINE_MAX)
+				notify_proc_line(p);
+		}
+	}
+	if (p->len > 0)
+		notify_proc_line(p);
+	event_free(p->ev_out);
+	p->ev_out = NULL;
+}
+
+static void
+notify_out_cb(evutil_socket_t fd, short what, void *arg)
+{
+	notify_proc_read(arg);
+}
+
+static void
+notify_ctl_cb(evutil_socket_t fd, short what, void *arg)
+{
+	notify_proc_report(arg);
+}
+
+/* Starts IT (whose copies P takes over) under a guard; -1 if it cannot. */
+static int
+notify_proc_start(struct notify *n, struct notify_proc *p,
+    struct notify_item *it)
+{
+	char **env;
+	int rc;
+
+	env = notify_env(n, it);
+	rc = guard_spawn(&p->g, it->argv, env, GUARD_CAPTURE);
+	notify_env_free(env);
+	if (rc == -1) {
+		log_warn("notify: %s: cannot start %s", notify_label(it->step),
+		    it->argv[0]);
+		notify_item_free(it);
+		p->g.pid = 0;
+		return -1;
+	}
+	p->n = n;
+	p->it = *it;
+	p->cmd = 0;
+	p->len = 0;
+	p->started = clock_now_ms();
+	p->ev_out = event_new(n->agent->base, p->g.out, EV_READ | EV_PERSIST,
+	    notify_out_cb, p);
+	p->ev_ctl = event_new(n->agent->base, p->g.ctl, EV_READ | EV_PERSIST,
+	    notify_ctl_cb, p);
+	event_add(p->ev_out, NULL);
+	event_add(p->ev_ctl, NULL);
+	return 0;
+}
+
+/* The guard is reaped: take its last words and output, close up. */
+static void
+notify_proc_finish(struct notify_proc *p)
+{
+	notify_proc_report(p);
+	notify_proc_read(p);
+	if (p->ev_ctl != NULL)
+		event_free(p->ev_ctl);
+	p->ev_ctl = NULL;
+	guard_release(&p->g);
+	p->g.pid = 0;
+}
+
+/* pid for the log: the command's, else its guard's. */
+static int
+notify_proc_pid(const struct notify_proc *p)
+{
+	return (int)(p->cmd > 0 ? p->cmd : p->g.pid);
+}
+
+/* --- on_leader_failure: resign --- */
+
+static void
+notify_resign_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct notify *n = arg;
+	struct election_event ev;
+
+	if (n->resign_term != n->term ||
+	    n->agent->election.role != ELECTION_LEADER)
+		return;		/* that term is over anyway */
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_RESIGN;
+	ev.now = clock_now_ms();
+	ev.hold_ms = n->resign_hold_ms;
+	zk_feed(n->agent->zk, &ev);
+}
+
+/*
+ * on_leader of IT ended (OK or not). With on_leader_failure: resign, a
+ * failure hands the term over, and rejoins after a hold that doubles on
+ * each failure in a row, so that an election of one does not spin.
+ */
+static void
+notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
+{
+	const struct election *e = &n->agent->election;
+	uint64_t hold = NOTIFY_HOLD_MIN_MS;
+	unsigned i;
+
+	if (ok) {
+		n->failures = 0;
+		return;
+	}
+	if (!n->agent->conf->notify_resign_on_failure || it->term != n->term ||
+	    e->role != ELECTION_LEADER || e->stopping)
+		return;
+	n->failures++;
+	for (i = 1; i < n->failures && hold < NOTIFY_HOLD_MAX_MS; i++)
+		hold *= 2;
+	if (hold > NOTIFY_HOLD_MAX_MS)
+		hold = NOTIFY_HOLD_MAX_MS;
+	log_warnx("notify: on_leader failed; resigning (hold %" PRIu64 "s)",
+	    hold / 1000);
+	n->resign_hold_ms = hold;
+	n->resign_term = it->term;
+	/* Not from inside the reaping: from the loop, right after. */
+	event_active(n->ev_resign, EV_TIMEOUT, 0);
+}
+
+/* --- the child --- */
+
+/*
+ * Losses after which our node (and session) may still stand, so that
+ * nobody can claim before our lease ends: the child gets SIGTERM and time
+ * until shortly before the lease deadline. After any other loss (our node
+ * deleted or vanished, the session expired or replaced, someone else
+ * lowest) a successor may lead already, and the child is killed at once.
+ */
+static bool
+notify_node_may_stand(const struct election_action *a)
+{
+	static const char *const kept[] = {
+		"connection lost", "read-only server", "request failed",
+		"lease lapsed", "lease lapsed while disconnected", NULL
+	};
+	int i;
+
+	if (a->wait)
+		return true;	/* a release: the node goes after EV_NOTIFIED */
+	for (i = 0; kept[i] != NULL; i++)
+		if (strcmp(a->reason, kept[i]) == 0)
+			return true;
+	return false;
+}
+
+static void
+notify_child_stop(struct notify *n, bool at_once, const char *why)
 {
 	struct election *e = &n->agent->election;
 	uint64_t now = clock_now_ms(), kill_at, wait_ms;
 	struct timeval tv;
 
-	if (n->child_pid <= 0 || n->child_stopping)
+	if (n->child.g.pid <= 0 || (n->child_stopping && !at_once))
 		return;
+	if (at_once) {
+		if (n->child_stopping && n->child_kill_at <= now)
+			return;
+		log_warnx("notify: stopping child %d at once (SIGKILL to its "
+		    "process tree): the term ended with '%s', so our node may "
+		    "be gone and a successor may lead already",
+		    notify_proc_pid(&n->child), why);
+		n->child_stopping = true;
+		n->child_kill_at = now;
+		evtimer_del(n->child_timer);
+		guard_kill(&n->child.g);
+		return;
+	}
 	n->child_stopping = true;
 	/*
 	 * The child must be dead before the lease could have lapsed: SIGKILL
@@ -265,13 +698,16 @@ notify_child_stop(struct notify *n)
 	kill_at = e->lease_deadline > now + NOTIFY_KILL_MARGIN_MS ?
 	    e->lease_deadline - NOTIFY_KILL_MARGIN_MS : now;
 	wait_ms = kill_at - now;
-	log_info("notify: stopping child %d (SIGTERM now, SIGKILL in %" PRIu64
-	    " ms)", (int)n->child_pid, wait_ms);
+	n->child_kill_at = kill_at;
 	if (wait_ms == 0) {
-		kill(-n->child_pid, SIGKILL);
+		log_info("notify: stopping child %d (SIGKILL: the lease is "
+		    "over)", notify_proc_pid(&n->child));
+		guard_kill(&n->child.g);
 		return;
 	}
-	kill(-n->child_pid, SIGTERM);
+	log_info("notify: stopping child %d (SIGTERM now, SIGKILL in %" PRIu64
+	    " ms)", notify_proc_pid(&n->child), wait_ms);
+	guard_term(&n->child.g);
 	tv.tv_sec = (time_t)(wait_ms / 1000);
 	tv.tv_usec = (suseconds_t)(wait_ms % 1000) * 1000;
 	evtimer_add(n->child_timer, &tv);
@@ -282,12 +718,14 @@ notify_child_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct notify *n = arg;
 
-	if (n->child_pid > 0) {
-		log_warnx("notify: child %d still running at its deadline; SIGKILL",
-		    (int)n->child_pid);
-		kill(-n->child_pid, SIGKILL);
+	if (n->child.g.pid > 0) {
+		log_warnx("notify: child %d still running at its deadline; "
+		    "SIGKILL to its process tree", notify_proc_pid(&n->child));
+		guard_kill(&n->child.g);
 	}
 }
+
+/* --- hooks --- */
 
 static void
 notify_hook_timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -295,18 +733,21 @@ notify_hook_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct notify *n = arg;
 	struct timeval grace = { NOTIFY_KILL_GRACE_MS / 1000, 0 };
 
-	if (n->hook_pid <= 0)
+	if (n->hook.g.pid <= 0)
 		return;
 	if (n->hook_stage == 0) {
-		log_warnx("notify: %s hook (pid %d) timed out; SIGTERM",
-		    notify_step_name(n->hook.step), (int)n->hook_pid);
-		kill(-n->hook_pid, SIGTERM);
+		log_warnx("notify: %s (pid %d) timed out after %" PRIu64
+		    " ms; SIGTERM", notify_label(n->hook.it.step),
+		    notify_proc_pid(&n->hook),
+		    n->agent->conf->notify_hook_timeout_ms);
+		guard_term(&n->hook.g);
 		n->hook_stage = 1;
 		evtimer_add(n->hook_timer, &grace);
 	} else {
-		log_warnx("notify: %s hook (pid %d) ignored SIGTERM; SIGKILL",
-		    notify_step_name(n->hook.step), (int)n->hook_pid);
-		kill(-n->hook_pid, SIGKILL);
+		log_warnx("notify: %s (pid %d) still running %d s after SIGTERM; "
+		    "SIGKILL to its process tree", notify_label(n->hook.it.step),
+		    notify_proc_pid(&n->hook), NOTIFY_KILL_GRACE_MS / 1000);
+		guard_kill(&n->hook.g);
 		n->hook_stage = 2;
 	}
 }
@@ -317,53 +758,42 @@ notify_progress(struct notify *n)
 {
 	const struct config *conf = n->agent->conf;
 	struct notify_item it;
-	char **env;
-	config_argv argv;
 	struct timeval tv;
 
-	while (n->hook_pid <= 0 && n->qlen > 0) {
+	while (n->hook.g.pid <= 0 && n->qlen > 0) {
 		it = n->q[n->qhead];
+		if (it.step == STEP_START_CHILD && n->child.g.pid > 0 &&
+		    it.term == n->term &&
+		    n->agent->election.role == ELECTION_LEADER)
+			break;	/* the last term's child is still going: wait */
 		n->qhead = (n->qhead + 1) % NOTIFY_QUEUE_MAX;
 		n->qlen--;
-		env = notify_env(n, &it);
 		if (it.step == STEP_START_CHILD) {
-			if (n->child_pid > 0 || it.term != n->term ||
+			if (it.term != n->term ||
 			    n->agent->election.role != ELECTION_LEADER) {
-				notify_env_free(env);
+				notify_item_free(&it);
 				continue;
 			}
-			n->child_pid = notify_spawn(conf->notify_run, env, true);
-			n->child_term = it.term;
-			n->child_stopping = false;
-			if (n->child_pid > 0) {
+			if (notify_proc_start(n, &n->child, &it) == 0) {
+				n->child_stopping = false;
 				n->stats.child_starts++;
-				log_info("notify: started child %d (%s, epoch %" PRIu64 ")",
-				    (int)n->child_pid, conf->notify_run[0], it.epoch);
 			}
-			notify_env_free(env);
 			continue;
 		}
-		argv = it.step == STEP_HOOK_LEADER ? conf->notify_on_leader :
-		    conf->notify_on_follower;
-		n->hook_pid = notify_spawn(argv, env, false);
-		notify_env_free(env);
-		if (n->hook_pid <= 0) {
-			n->hook_pid = 0;
+		if (notify_proc_start(n, &n->hook, &it) == -1) {
 			n->stats.hook_failures++;
+			if (it.step == STEP_HOOK_LEADER)
+				notify_leader_hook_done(n, &it, false);
 			continue;
 		}
-		n->hook = it;
 		n->hook_stage = 0;
-		n->hook_started = clock_now_ms();
-		log_info("notify: running %s hook %s (pid %d, role %s, %s)",
-		    notify_step_name(it.step), argv[0], (int)n->hook_pid,
-		    election_role_name(it.role), it.reason);
 		tv.tv_sec = (time_t)(conf->notify_hook_timeout_ms / 1000);
-		tv.tv_usec = (suseconds_t)(conf->notify_hook_timeout_ms % 1000) * 1000;
+		tv.tv_usec = (suseconds_t)(conf->notify_hook_timeout_ms % 1000) *
+		    1000;
 		evtimer_add(n->hook_timer, &tv);
 	}
-	if (n->owe_notified && n->hook_pid <= 0 && n->qlen == 0 &&
-	    n->child_pid <= 0) {
+	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
+	    n->child.g.pid <= 0) {
 		n->owe_notified = false;
 		zk_notified(n->agent->zk);
 	}
@@ -372,39 +802,36 @@ notify_progress(struct notify *n)
 static void
 notify_reaped(struct notify *n, pid_t pid, int status)
 {
-	uint64_t now = clock_now_ms();
+	uint64_t now = clock_now_ms(), took;
+	struct notify_proc *p;
 	char how[64];
+	bool ok;
 
-	if (WIFEXITED(status))
-		snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(how, sizeof(how), "killed by %s", strsignal(WTERMSIG(status)));
-	else
-		snprintf(how, sizeof(how), "ended (status %d)", status);
-
-	if (pid == n->hook_pid) {
-		uint64_t took = now - n->hook_started;
-		bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		if (ok)
-			log_info("notify: %s hook %s after %" PRIu64 " ms",
-			    notify_step_name(n->hook.step), how, took);
-		else
-			log_warnx("notify: %s hook %s after %" PRIu64 " ms",
-			    notify_step_name(n->hook.step), how, took);
+	notify_how(status, how, sizeof(how));
+	if (n->hook.g.pid > 0 && pid == n->hook.g.pid) {
+		p = &n->hook;
+		took = now - p->started;
+		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		notify_proc_finish(p);	/* its output before its end */
+		(ok ? log_info : log_warnx)("notify: %s %s after %" PRIu64 " ms%s",
+		    notify_label(p->it.step), how, took,
+		    n->hook_stage > 0 ? " (timed out)" : "");
 		n->stats.hook_runs++;
 		n->stats.hook_ms_total += took;
 		if (!ok)
 			n->stats.hook_failures++;
-		/* Anything left in its group goes with it. */
-		kill(-pid, SIGKILL);
 		evtimer_del(n->hook_timer);
-		n->hook_pid = 0;
-	} else if (pid == n->child_pid) {
-		(n->child_stopping ? log_info : log_warnx)("notify: child %d %s",
-		    (int)pid, how);
-		kill(-pid, SIGKILL);
+		if (p->it.step == STEP_HOOK_LEADER)
+			notify_leader_hook_done(n, &p->it, ok);
+		notify_item_free(&p->it);
+	} else if (n->child.g.pid > 0 && pid == n->child.g.pid) {
+		p = &n->child;
+		notify_proc_finish(p);
+		(n->child_stopping ? log_info : log_warnx)("notify: child %d %s%s",
+		    notify_proc_pid(p), how, n->child_stopping ? "" :
+		    " while leading; it is started again on the next term");
+		notify_item_free(&p->it);
 		evtimer_del(n->child_timer);
-		n->child_pid = 0;
 		n->child_stopping = false;
 	}
 }
@@ -421,6 +848,7 @@ notify_sigchld_cb(evutil_socket_t sig, short what, void *arg)
 	notify_progress(n);
 }
 
+/* A role change: signals, hooks and the child (see notify.h). */
 void
 notify_transition(struct notify *n, const struct election_action *a)
 {
@@ -431,24 +859,83 @@ notify_transition(struct notify *n, const struct election_action *a)
 		n->term++;
 		notify_signal_app(n, conf->notify_leader_signal);
 		if (conf->notify_on_leader != NULL)
-			notify_push(n, STEP_HOOK_LEADER, a->to, a->reason);
+			notify_push(n, STEP_HOOK_LEADER, a->to, a->reason,
+			    conf->notify_on_leader, NULL);
 		if (conf->notify_run != NULL)
-			notify_push(n, STEP_START_CHILD, a->to, a->reason);
+			notify_push(n, STEP_START_CHILD, a->to, a->reason,
+			    conf->notify_run, NULL);
 	} else if (was_leader) {
 		/* Rule 1 and 10: the child stops now, not after queued hooks. */
-		notify_child_stop(n);
+		notify_child_stop(n, !notify_node_may_stand(a), a->reason);
 		notify_signal_app(n, conf->notify_follower_signal);
 		/* If on_leader of this term never started, the app never heard
 		 * of the term: skip both instead of telling it twice. */
 		if (!notify_cancel_term(n, n->term) &&
 		    conf->notify_on_follower != NULL)
-			notify_push(n, STEP_HOOK_FOLLOWER, a->to, a->reason);
+			notify_push(n, STEP_HOOK_FOLLOWER, a->to, a->reason,
+			    conf->notify_on_follower, NULL);
 	}
 	if (a->wait)
 		n->owe_notified = true;
 	notify_progress(n);
 }
 
+/* Followers and observers: a new leader runs on_leader_change. */
+void
+notify_leader_seen(struct notify *n, const struct election_report *r)
+{
+	const struct config *conf = n->agent->conf;
+
+	if (r->role != ELECTION_FOLLOWER && r->role != ELECTION_OBSERVER)
+		return;
+	/* Our own last claim, still visible after we let go: not news. */
+	if (!r->has_leader || strcmp(r->leader_id, conf->election_id) == 0)
+		return;
+	if (n->seen_leader && n->seen_epoch == r->leader_epoch &&
+	    strcmp(n->seen_id, r->leader_id) == 0)
+		return;
+	n->seen_leader = true;
+	n->seen_epoch = r->leader_epoch;
+	snprintf(n->seen_id, sizeof(n->seen_id), "%s", r->leader_id);
+	if (conf->notify_on_leader_change == NULL)
+		return;
+	/* Only the latest leader matters: an older one not yet told goes. */
+	notify_drop(n, notify_keep_not_change, 0, NULL);
+	notify_push(n, STEP_HOOK_CHANGE, r->role, "leader changed",
+	    conf->notify_on_leader_change, r);
+	notify_progress(n);
+}
+
+static uint64_t
+notify_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX / 2 || b > UINT64_MAX / 2 ? UINT64_MAX / 2 : a + b;
+}
+
+/* How long what is queued or running may still take, at most. */
+uint64_t
+notify_drain_ms(const struct notify *n, uint64_t now)
+{
+	const struct election *e = &n->agent->election;
+	uint64_t per, t = 0;
+	int i;
+
+	per = notify_add(n->agent->conf->notify_hook_timeout_ms,
+	    NOTIFY_KILL_GRACE_MS + NOTIFY_REAP_MS);
+	if (n->hook.g.pid > 0)
+		t = notify_add(t, per);
+	for (i = 0; i < n->qlen; i++)
+		if (n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX].step != STEP_START_CHILD)
+			t = notify_add(t, per);
+	/* Hooks and the child's stop run side by side; the sum bounds both. */
+	if (n->child.g.pid > 0)
+		t = notify_add(t, NOTIFY_REAP_MS + (n->child_stopping ?
+		    (n->child_kill_at > now ? n->child_kill_at - now : 0) :
+		    election_lease_remaining(e, now)));
+	return t;
+}
+
+/* Sets up the queue, timers and SIGCHLD handling. */
 struct notify *
 notify_open(struct agent *agent)
 {
@@ -457,43 +944,78 @@ notify_open(struct agent *agent)
 	if (n == NULL)
 		return NULL;
 	n->agent = agent;
+	n->hook.g.pid = 0;
+	n->child.g.pid = 0;
 	n->hook_timer = evtimer_new(agent->base, notify_hook_timer_cb, n);
 	n->child_timer = evtimer_new(agent->base, notify_child_timer_cb, n);
+	n->ev_resign = evtimer_new(agent->base, notify_resign_cb, n);
 	n->ev_sigchld = evsignal_new(agent->base, SIGCHLD, notify_sigchld_cb, n);
 	evsignal_add(n->ev_sigchld, NULL);
 	return n;
 }
 
-/* At exit: nothing we started may outlive us. */
+/* At exit: P's tree is killed and its guard reaped (SIGKILLed if slow). */
+static void
+notify_proc_kill_wait(struct notify_proc *p)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	pid_t pid = p->g.pid, r;
+	int i, status;
+
+	guard_kill(&p->g);
+	for (i = 0; i < NOTIFY_REAP_MS / 10; i++) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r == -1 && errno != EINTR))
+			goto done;
+		nanosleep(&tick, NULL);
+	}
+	log_warnx("notify: the guard of %s (pid %d) did not end; SIGKILL",
+	    notify_label(p->it.step), (int)pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+done:
+	notify_proc_finish(p);
+	notify_item_free(&p->it);
+}
+
+/* At exit: kill and reap what still runs, before the session closes. */
 void
 notify_close(struct notify *n)
 {
+	int i;
+
 	if (n == NULL)
 		return;
-	if (n->hook_pid > 0) {
-		kill(-n->hook_pid, SIGKILL);
-		waitpid(n->hook_pid, NULL, 0);
+	if (n->hook.g.pid > 0) {
+		log_warnx("notify: %s (pid %d) still running at exit; killing "
+		    "its process tree", notify_label(n->hook.it.step),
+		    notify_proc_pid(&n->hook));
+		notify_proc_kill_wait(&n->hook);
 	}
-	if (n->child_pid > 0) {
-		log_warnx("notify: child %d still running at exit; SIGKILL",
-		    (int)n->child_pid);
-		kill(-n->child_pid, SIGKILL);
-		waitpid(n->child_pid, NULL, 0);
+	if (n->child.g.pid > 0) {
+		log_warnx("notify: child %d still running at exit; killing its "
+		    "process tree", notify_proc_pid(&n->child));
+		notify_proc_kill_wait(&n->child);
 	}
+	for (i = 0; i < n->qlen; i++)
+		notify_item_free(&n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX]);
 	event_free(n->hook_timer);
 	event_free(n->child_timer);
+	event_free(n->ev_resign);
 	event_free(n->ev_sigchld);
 	free(n);
 }
 
+/* Counters for /metrics. */
 const struct notify_stats *
 notify_get_stats(const struct notify *n)
 {
 	return &n->stats;
 }
 
+/* True while a hook or the child runs, or a step is queued. */
 bool
 notify_busy(const struct notify *n)
 {
-	return n->hook_pid > 0 || n->child_pid > 0 || n->qlen > 0;
+	return n->hook.g.pid > 0 || n->child.g.pid > 0 || n->qlen > 0;
 }

@@ -2,11 +2,14 @@
 #ifndef ZKELECT_NOTIFY_H
 #define ZKELECT_NOTIFY_H
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
 struct agent;
 struct election_action;
+struct election_report;
 struct notify;
 
 struct notify_stats {
@@ -19,6 +22,9 @@ struct notify_stats {
 };
 
 struct notify *notify_open(struct agent *agent);
+
+/* At exit: kills what still runs (hooks, the child, their process trees)
+ * and reaps it. Call it before the session is closed. */
 void notify_close(struct notify *n);
 
 /*
@@ -28,7 +34,19 @@ void notify_close(struct notify *n);
  */
 void notify_transition(struct notify *n, const struct election_action *a);
 
+/* The report changed: on followers and observers, a newly reported leader
+ * runs on_leader_change. */
+void notify_leader_seen(struct notify *n, const struct election_report *r);
+
+/* An upper bound of the time (ms) until what is queued or running now is
+ * done, each hook given its timeout and kill grace, the child its deadline. */
+uint64_t notify_drain_ms(const struct notify *n, uint64_t now);
+
 bool notify_busy(const struct notify *n);
 const struct notify_stats *notify_get_stats(const struct notify *n);
+
+/* A pidfile's text as a pid: one decimal in 2..INT_MAX, with nothing but
+ * blanks and a newline around it. Returns 0, or -1. */
+int notify_parse_pid(const char *text, pid_t *pid);
 
 #endif

@@ -11,7 +11,6 @@
  * (is-leader: not leading), 2 the agent could not be reached or answered
  * an error, 3 wait timed out.
  */
-#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -28,6 +27,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "guard.h"
 #include "config.h"
 #include "ctl.h"
 #include "version.h"
@@ -469,49 +469,60 @@ run_look(struct run_view *v, int wait_ms, const char *term, uint64_t *lease_end)
 		*lease_end = v->deadline;
 }
 
+/*
+ * Starts the command under a guard process (agent/guard.c): the command's
+ * whole process tree ends when the command does, when we stop it, and when
+ * we die, kill -9 included. Waits for the guard's report: returns the
+ * command's pid, or -1 (an exec error is said here, once; the guard then
+ * exits 127 and the caller reaps it).
+ */
 static pid_t
-run_spawn(char *argv[], const char *epoch)
+run_spawn(struct guard *g, char *argv[], const char *epoch)
 {
-	pid_t pid;
+	struct pollfd pfd;
+	pid_t pid = -1;
+	int err;
 
-	pid = fork();
-	if (pid == -1)
+	setenv("ZKELECT_ROLE", "leader", 1);
+	setenv("ZKELECT_EPOCH", epoch, 1);
+	if (guard_spawn(g, argv, NULL, GUARD_SEARCH_PATH) == -1) {
+		perror("zkelectctl: run: cannot start the command's guard");
 		return -1;
-	if (pid == 0) {
-		setpgid(0, 0);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("ZKELECT_ROLE", "leader", 1);
-		setenv("ZKELECT_EPOCH", epoch, 1);
-		execvp(argv[0], argv);
-		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
-		    strerror(errno));
-		_exit(127);
 	}
-	setpgid(pid, pid);
+	pfd.fd = g->ctl;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 5000) == 1 && guard_report(g, &pid, &err) == 1 &&
+	    err != 0) {
+		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
+		    strerror(err));
+		return -1;
+	}
 	return pid;
 }
 
-/* Stops the child: SIGTERM now, SIGKILL by kill_at; returns its status. */
+/* Stops the command: SIGTERM now, SIGKILL to its whole tree by kill_at;
+ * returns its status once nothing of it is left. */
 static int
-run_stop(pid_t pid, uint64_t kill_at)
+run_stop(struct guard *g, uint64_t kill_at)
 {
 	int status = 0;
 	bool killed = false, grace = now_ms() < kill_at;
 
-	kill(-pid, SIGTERM);
+	guard_term(g);
 	for (;;) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
+		if (waitpid(g->pid, &status, WNOHANG) == g->pid)
 			break;
 		if (!killed && now_ms() >= kill_at) {
 			if (grace)	/* else the caller said why: no time left */
-				fprintf(stderr, "zkelectctl: run: child %d did not "
-				    "stop in time; SIGKILL\n", (int)pid);
-			kill(-pid, SIGKILL);
+				fprintf(stderr, "zkelectctl: run: the command did "
+				    "not stop in time; SIGKILL to its process tree\n");
+			guard_kill(g);
 			killed = true;
 		}
 		usleep(5000);
 	}
-	kill(-pid, SIGKILL);	/* whatever it left in its group */
+	guard_release(g);
+	g->pid = -1;
 	return status;
 }
 
@@ -533,7 +544,8 @@ run_ended(const char *cmd, pid_t pid, int status)
 
 /* Says why, then stops the command by the kill point of its lease. */
 static void
-run_halt(const char *cmd, pid_t pid, uint64_t lease_end, const char *why)
+run_halt(const char *cmd, struct guard *g, pid_t pid, uint64_t lease_end,
+    const char *why)
 {
 	uint64_t left = run_time_left(lease_end);
 
@@ -544,7 +556,7 @@ run_halt(const char *cmd, pid_t pid, uint64_t lease_end, const char *why)
 		fprintf(stderr, "zkelectctl: run: %s; stopping %s (pid %d) with "
 		    "SIGKILL: no time is left on the lease it ran under\n", why,
 		    cmd, (int)pid);
-	run_stop(pid, lease_end - RUN_KILL_MARGIN_MS);
+	run_stop(g, lease_end - RUN_KILL_MARGIN_MS);
 }
 
 static int
@@ -555,7 +567,8 @@ cmd_run(int argc, char *argv[])
 	char why[256], child_epoch[32] = "";
 	const char *cmd;
 	uint64_t lease_end = 0, kill_at;
-	pid_t child = -1;
+	struct guard guard = { -1, -1, -1 };
+	pid_t child = -1;		/* the command, under guard.pid */
 	bool reachable = true, leading;
 	int status;
 
@@ -578,8 +591,14 @@ cmd_run(int argc, char *argv[])
 	strcpy(v.index, "0");
 
 	for (;;) {
-		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-			kill(-child, SIGKILL);
+		if (guard.pid > 0 && waitpid(guard.pid, &status, WNOHANG) ==
+		    guard.pid) {
+			/* The guard exits with the command's status once the
+			 * command and all it started are gone. */
+			guard_release(&guard);
+			guard.pid = -1;
+			if (child <= 0)
+				return EXIT_AGENT;	/* it could not be run */
 			return run_ended(cmd, child, status);
 		}
 		if (run_stop_sig != 0)
@@ -620,7 +639,7 @@ cmd_run(int argc, char *argv[])
 				snprintf(why, sizeof(why), "cannot reach the agent "
 				    "at %s: %s", socket_path, strerror(v.err));
 			if (child > 0) {
-				run_halt(cmd, child, lease_end, why);
+				run_halt(cmd, &guard, child, lease_end, why);
 				child = -1;
 			} else if (reachable && v.err != EPROTO) {
 				/* Said once; retried quietly until it answers. */
@@ -651,14 +670,18 @@ cmd_run(int argc, char *argv[])
 				snprintf(why, sizeof(why), "the lease of epoch %s "
 				    "was not confirmed in time", child_epoch);
 			if (why[0] != '\0') {
-				run_halt(cmd, child, lease_end, why);
+				run_halt(cmd, &guard, child, lease_end, why);
 				child = -1;
 			}
 		}
-		if (child <= 0 && leading && run_time_left(v.deadline) > RUN_POLL_MS) {
-			child = run_spawn(&argv[1], v.epoch);
+		if (guard.pid <= 0 && leading &&
+		    run_time_left(v.deadline) > RUN_POLL_MS) {
+			child = run_spawn(&guard, &argv[1], v.epoch);
 			if (child == -1) {
-				perror("zkelectctl: run: fork");
+				if (guard.pid > 0) {
+					waitpid(guard.pid, &status, 0);
+					guard_release(&guard);
+				}
 				return EXIT_AGENT;
 			}
 			snprintf(child_epoch, sizeof(child_epoch), "%s", v.epoch);
@@ -676,7 +699,7 @@ cmd_run(int argc, char *argv[])
 		fprintf(stderr, "stopping %s (pid %d): SIGTERM, SIGKILL in %"
 		    PRIu64 " ms\n", cmd, (int)child, run_time_left(lease_end) <
 		    5000 ? run_time_left(lease_end) : 5000);
-		run_stop(child, kill_at);
+		run_stop(&guard, kill_at);
 	} else
 		fprintf(stderr, "exiting (%s is not running)\n", cmd);
 	return 0;

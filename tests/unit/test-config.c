@@ -123,12 +123,10 @@ assert_argv(config_argv argv, const char *const *want)
 
 START_TEST(test_good_full)
 {
-	static const char *const on_leader[] = { "/usr/local/bin/promote",
-	    "--fast", NULL };
-	static const char *const on_follower[] = { "/usr/local/bin/demote", NULL };
-	static const char *const run[] = { "/usr/bin/orders-scheduler", "--port",
-	    "8080", NULL };
-	static const char *const change[] = { "/usr/local/bin/repoint", NULL };
+	static const char *const on_leader[] = { "/bin/true", "--fast", NULL };
+	static const char *const on_follower[] = { "/bin/false", NULL };
+	static const char *const run[] = { "/bin/sleep", "--port", "8080", NULL };
+	static const char *const change[] = { "/bin/echo", NULL };
 	struct config *conf = load_good("full.yaml");
 
 	ck_assert_str_eq(conf->zk_servers,
