@@ -678,11 +678,14 @@ cmd_run(int argc, char *argv[])
 		    run_time_left(v.deadline) > RUN_POLL_MS) {
 			child = run_spawn(&guard, &argv[1], v.epoch);
 			if (child == -1) {
-				if (guard.pid > 0) {
-					waitpid(guard.pid, &status, 0);
-					guard_release(&guard);
-				}
-				return EXIT_AGENT;
+				/* Said why; the guard exits as a shell would
+				 * (127: not found, 126: not executable). */
+				if (guard.pid <= 0)
+					return EXIT_AGENT;
+				waitpid(guard.pid, &status, 0);
+				guard_release(&guard);
+				return WIFEXITED(status) ? WEXITSTATUS(status) :
+				    EXIT_AGENT;
 			}
 			snprintf(child_epoch, sizeof(child_epoch), "%s", v.epoch);
 			lease_end = v.deadline;
