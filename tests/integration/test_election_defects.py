@@ -52,11 +52,8 @@ def nodes(observer, path, agent_id):
 # 1. long election paths
 
 def path_of(length):
-    """An absolute path of exactly `length` bytes, in 100-byte components."""
-    out = ""
-    while len(out) < length:
-        out += "/" + "p" * min(99, length - len(out) - 1)
-    return out
+    """An absolute path of exactly `length` bytes."""
+    return "/zkelect/" + "p" * (length - len("/zkelect/"))
 
 
 def test_long_election_path_refused(agents, tmp_path):
