@@ -110,9 +110,13 @@ struct zk {
 	struct sockaddr_storage *addrs;	/* the servers, for zk_kick */
 	int		 naddrs;
 	uint64_t	 opened;	/* when the handle was opened */
+	struct event	*ev_nag;	/* "still not connected" */
+	uint64_t	 nag_since, nag_ms;
 };
 
 static void	zk_perform(struct zk *, const struct election_action *);
+static int	zk_resolve_servers(struct zk *, bool);
+static void	zk_nag_start(struct zk *);
 
 /* A step of the graceful handover, for tests/bench/breakdown.py. */
 static void
@@ -463,6 +467,7 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 			zk->disconnected = true;
 			log_warnx("zookeeper: connection lost; reconnecting to %s",
 			    zk->agent->conf->zk_servers);
+			zk_nag_start(zk);
 		}
 		break;
 	}
@@ -588,10 +593,80 @@ zk_schedule_tick(struct zk *zk)
 	evtimer_add(zk->ev_tick, &tv);
 }
 
+/*
+ * The client's log callback has no context argument, so its last error or
+ * warning is kept here, under a lock (it runs on the client's threads), for
+ * the loop to report while we are not connected (one agent, one handle).
+ */
+static pthread_mutex_t zk_client_error_lock = PTHREAD_MUTEX_INITIALIZER;
+static char zk_client_error[256];
+
+static void
+zk_set_client_error(const char *text)
+{
+	size_t n = strcspn(text, "\r\n");
+
+	if (n >= sizeof(zk_client_error))
+		n = sizeof(zk_client_error) - 1;
+	pthread_mutex_lock(&zk_client_error_lock);
+	memcpy(zk_client_error, text, n);
+	zk_client_error[n] = '\0';
+	pthread_mutex_unlock(&zk_client_error_lock);
+}
+
 static void
 zk_zoo_log_cb(const char *message)
 {
+	const char *p;
+
 	log_debug("libzookeeper: %s", message);
+	/* "date time:pid(tid):ZOO_ERROR@function@line: text" */
+	if ((p = strstr(message, "ZOO_ERROR@")) == NULL &&
+	    (p = strstr(message, "ZOO_WARN@")) == NULL)
+		return;
+	if ((p = strstr(p, ": ")) != NULL)
+		zk_set_client_error(p + 2);
+}
+
+/*
+ * While we are not connected, say so, with the client's last complaint, at
+ * growing intervals (1 s, 2 s, 4 s, ... 1 min): an unreachable ZooKeeper is
+ * a state worth a line now and then, not a line per attempt.
+ */
+static void
+zk_nag_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct zk *zk = arg;
+	char why[sizeof(zk_client_error)];
+	struct timeval tv;
+
+	if (zk->agent->election.session == SESSION_CONNECTED)
+		return;
+	pthread_mutex_lock(&zk_client_error_lock);
+	snprintf(why, sizeof(why), "%s", zk_client_error[0] != '\0' ?
+	    zk_client_error : "no answer yet");
+	pthread_mutex_unlock(&zk_client_error_lock);
+	log_warnx("zookeeper: not connected to %s for %.1f s: %s",
+	    zk->agent->conf->zk_servers,
+	    (double)(clock_now_ms() - zk->nag_since) / 1000.0, why);
+	zk->nag_ms = zk->nag_ms * 2 > 60000 ? 60000 : zk->nag_ms * 2;
+	tv.tv_sec = (time_t)(zk->nag_ms / 1000);
+	tv.tv_usec = (suseconds_t)(zk->nag_ms % 1000) * 1000;
+	evtimer_add(zk->ev_nag, &tv);
+}
+
+/* Not connected (any more): start saying so, unless we already do. */
+static void
+zk_nag_start(struct zk *zk)
+{
+	struct timeval tv = { 1, 0 };
+
+	if (evtimer_pending(zk->ev_nag, NULL))
+		return;
+	zk->nag_since = clock_now_ms();
+	zk->nag_ms = 1000;
+	zk_set_client_error("");
+	evtimer_add(zk->ev_nag, &tv);
 }
 
 /* Opens a handle; on failure (say, a name that does not resolve yet) a
@@ -603,11 +678,13 @@ zk_handle_open(struct zk *zk)
 	struct timeval retry = { 1, 0 };
 
 	zk->opened = clock_now_ms();
+	zk_nag_start(zk);
 	zk->zh = zookeeper_init2(conf->zk_servers, zk_session_watcher,
 	    (int)conf->zk_session_timeout_ms, NULL, zk, 0, zk_zoo_log_cb);
 	if (zk->zh == NULL) {
-		log_warn("zookeeper: cannot open a handle for %s; retrying",
-		    conf->zk_servers);
+		/* Most likely no name resolves: say which and why. */
+		if (zk_resolve_servers(zk, true) == 0)
+			zk_set_client_error("cannot start the ZooKeeper client");
 		evtimer_add(zk->ev_reopen, &retry);
 		return;
 	}
@@ -765,11 +842,12 @@ zk_multi(struct zk *zk, const struct election_action *a, struct zk_req **reqp)
  * Resolves the configured servers once, so that zk_kick can tell the
  * client's socket among ours. A name that does not resolve yet is skipped.
  */
-static void
-zk_resolve_servers(struct zk *zk)
+static int
+zk_resolve_servers(struct zk *zk, bool report)
 {
-	char *list, *host, *save = NULL, *slash, *colon;
+	char *list, *host, *save = NULL, *slash, *colon, why[300];
 	struct addrinfo hints, *res, *ai;
+	int rc, failed = 0;
 
 	free(zk->addrs);
 	zk->addrs = NULL;
@@ -790,8 +868,16 @@ zk_resolve_servers(struct zk *zk)
 			colon[-1] = '\0';
 			host++;
 		}
-		if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+		if ((rc = getaddrinfo(host, colon + 1, &hints, &res)) != 0) {
+			snprintf(why, sizeof(why), "cannot resolve %s: %s", host,
+			    gai_strerror(rc));
+			if (report && failed++ == 0) {
+				zk_set_client_error(why);
+				if (zk->nag_ms == 1000)
+					log_warnx("zookeeper: %s; retrying", why);
+			}
 			continue;
+		}
 		for (ai = res; ai != NULL; ai = ai->ai_next) {
 			zk->addrs = reallocarray(zk->addrs, (size_t)zk->naddrs + 1,
 			    sizeof(*zk->addrs));
@@ -803,6 +889,7 @@ zk_resolve_servers(struct zk *zk)
 		freeaddrinfo(res);
 	}
 	free(list);
+	return failed;
 }
 
 static bool
@@ -851,7 +938,7 @@ zk_kick(struct zk *zk)
 	int fd;
 
 	if (zk->naddrs == 0)
-		zk_resolve_servers(zk);
+		zk_resolve_servers(zk, false);
 	if ((dir = opendir("/proc/self/fd")) == NULL) {
 		log_warn("zookeeper: cannot look for the stalled connection");
 		return;
@@ -1138,7 +1225,8 @@ zk_open(struct agent *agent)
 	zk->ev_reopen = evtimer_new(agent->base, zk_reopen_cb, zk);
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
-	zk_resolve_servers(zk);
+	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
+	zk_resolve_servers(zk, false);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
 	return zk;
@@ -1162,6 +1250,7 @@ zk_close(struct zk *zk)
 	event_free(zk->ev_wake);
 	event_free(zk->ev_tick);
 	event_free(zk->ev_reopen);
+	event_free(zk->ev_nag);
 	pthread_mutex_destroy(&zk->lock);
 	free(zk->addrs);
 	free(zk->path);

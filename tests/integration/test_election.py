@@ -282,6 +282,25 @@ def test_zookeeper_down_at_start(agents, election):
         srv.cleanup()
 
 
+def test_unreachable_zookeeper_is_logged_with_its_reason(agents):
+    """Refused, or a name that does not resolve: the agent says why within a
+    couple of seconds, at growing intervals, and keeps answering (unknown)."""
+    a = agents.new("a1", zk_hostport="127.0.0.1:%d" % free_port(), log_level="info")
+    poll(lambda: "not connected to" in a.log_text() and
+         "Connection refused" in a.log_text(), 5, what="the refusal in a1's log")
+    b = agents.new("b1", zk_hostport="nonexistent.invalid:2181", log_level="info")
+    poll(lambda: "cannot resolve nonexistent.invalid" in b.log_text(), 5,
+         what="the name that does not resolve in b1's log")
+    for x in (a, b):
+        s = x.status()
+        assert s["role"] == "unknown" and s["session"]["state"] == "connecting", s
+    # Not a line per attempt: a few lines over several seconds.
+    t_end = time.monotonic() + 4
+    poll(lambda: time.monotonic() >= t_end, 10, what="time to pass")
+    n = a.log_text().count("not connected to")
+    assert 2 <= n <= 4, "%d 'not connected' lines in ~5 s" % n
+
+
 def test_graceful_stop_leaves_no_orphans(agents, observer, election):
     pool = start_agents(agents, 3)
     settled(pool)
