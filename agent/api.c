@@ -784,9 +784,21 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	struct api *api = arg;
 	struct api_conn *c;
 	struct event_base *base = evconnlistener_get_base(l);
+	struct evbuffer *in;
+	char first[API_INPUT_MAX];
 	bool refuse = false;
-	int n;
+	ssize_t n;
 
+	/*
+	 * Read at once: a client that already left is let go before it can
+	 * cost a slot or an eviction, and one that has sent its request is
+	 * answered now, before the next accept could take it for idle.
+	 */
+	n = recv(fd, first, sizeof(first), 0);
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+		close(fd);
+		return;
+	}
 	if (api->nconns >= API_MAX_CONNS && !api_make_room(api)) {
 		api->agent->stats.api_rejected++;
 		refuse = true;
@@ -824,24 +836,18 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	/* Answers are written at once; EV_WRITE only for what is left. */
 	bufferevent_disable(c->bev, EV_WRITE);
 	bufferevent_enable(c->bev, EV_READ);
+	if (n > 0) {
+		in = bufferevent_get_input(c->bev);
+		evbuffer_unfreeze(in, 0);
+		evbuffer_add(in, first, (size_t)n);
+		evbuffer_freeze(in, 0);
+	}
 	if (refuse) {
 		api_error_close(c, 503, "too many connections");
 		api_conn_flush(c);
 		api_conn_update(c);
 		return;
 	}
-	/*
-	 * Read at once: a client that has sent its request is answered now,
-	 * and one that already left frees its slot, before the next accept
-	 * can take either for an idle connection.
-	 */
-	evbuffer_unfreeze(bufferevent_get_input(c->bev), 0);
-	n = evbuffer_read(bufferevent_get_input(c->bev), fd, API_INPUT_MAX);
-	evbuffer_freeze(bufferevent_get_input(c->bev), 0);
-	if (n == 0)
-		c->eof = true;
-	else if (n == -1 && errno != EAGAIN && errno != EINTR)
-		c->dead = true;
 	api_read_cb(c->bev, c);
 }
 
