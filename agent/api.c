@@ -968,7 +968,7 @@ api_listen_unix(struct api *api, const char *path, unsigned mode)
 		goto out;
 	}
 	if (chmod(path, mode) == -1)
-		log_warn("api: chmod %s", path);
+		log_warn("api: chmod %s", sun.sun_path);
 	if (stat(path, &st) == 0) {
 		api->socket_dev = st.st_dev;
 		api->socket_ino = st.st_ino;

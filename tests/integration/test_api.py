@@ -185,9 +185,12 @@ def test_pipelined_metrics_without_reading_do_not_grow_memory(agents):
                 sent += c.send(data[sent:sent + 65536])
             except BlockingIOError:
                 break
+    # AddressSanitizer keeps freed memory in quarantine: RSS means nothing there.
+    check_rss = "asan" not in ZKELECTD
     time.sleep(0.2)   # let the agent answer what it took (not a synchronisation: RSS is sampled after)
     grown = vm_rss_kb(a1.pid) - rss0
-    assert grown < 8 * 1024, "RSS grew by %d KiB with %d bytes of unread requests" % (grown, sent)
+    assert grown < 8 * 1024 or not check_rss, \
+        "RSS grew by %d KiB with %d bytes of unread requests" % (grown, sent)
     # Reading lets it go on: every request is answered, in order.
     c.setblocking(True)
     c.settimeout(10 * SLOW)
@@ -208,7 +211,7 @@ def test_pipelined_metrics_without_reading_do_not_grow_memory(agents):
         got += 1
     th.join(10)
     c.close()
-    assert vm_rss_kb(a1.pid) - rss0 < 8 * 1024
+    assert vm_rss_kb(a1.pid) - rss0 < 8 * 1024 or not check_rss
 
 
 # --------------------------------------------------------------------------
