@@ -2,11 +2,21 @@
 /*
  * The local API: a small HTTP/1.1 server on libevent bufferevents, on the
  * Unix socket and, when configured, a loopback TCP listener. It is written
- * here rather than on evhttp because libevent 2.1's evhttp can neither cap
- * its connections nor tell us when one closes. Every answer that states a
- * role is built at the moment it is written, so the lease is checked then
+ * here rather than on evhttp or libmicrohttpd because neither lets it make
+ * room at the connection cap, put a deadline on a whole request, or notice
+ * a client that leaves during a long poll. Every answer that states a role
+ * is built at the moment it is written, so the lease is checked then
  * (rule 2): an answer queued while the process was paused says "unknown".
+ *
+ * A connection is in one state at a time: idle (nothing pending), partial
+ * (part of a request read), waiting (a parked long poll), busy (output not
+ * yet written) or closing (its last answer is going out; then the write
+ * side is shut and the input drained, so the client reads the answer and
+ * never gets a reset). Each state has one deadline. At the connection cap
+ * the oldest partial, else idle, else waiting connection makes room.
  */
+#include <sys/file.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,6 +24,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,24 +43,46 @@
 #include "http.h"
 #include "log.h"
 
-#define API_MAX_CONNS		256
-#define API_MAX_HEADER		HTTP_MAX_HEADER
-#define API_IDLE_TIMEOUT_S	10
+#define API_MAX_CONNS		256	/* slots: connections not closing */
+#define API_MAX_CLOSING		256	/* connections sending their last answer */
+#define API_IDLE_MS		10000	/* an idle keep-alive connection */
+#define API_REQUEST_MS		3000	/* from a request's first byte to its end */
+#define API_WRITE_MS		10000	/* output not drained for this long */
+#define API_CLOSE_MS		2000	/* last answer out and the input drained */
 #define API_MAX_WAIT_MS		(10 * 60 * 1000)
+#define API_MAX_HOLD_MS		(24 * 3600 * 1000ULL)
+#define API_INPUT_MAX		(16 * 1024)	/* read no further ahead */
+#define API_OUTPUT_MAX		(16 * 1024)	/* answer no further ahead */
+#define API_REQUEST_MAX		(HTTP_MAX_HEADER + HTTP_MAX_BODY)
+
+enum api_state {
+	CONN_IDLE, CONN_PARTIAL, CONN_WAITING, CONN_BUSY, CONN_CLOSING, CONN_NEW
+};
+
+TAILQ_HEAD(api_conn_q, api_conn);
 
 struct api_conn {
 	struct api		*api;
 	struct bufferevent	*bev;
+	enum api_state		 state;
+	uint64_t		 since;		/* ms, when the state began */
+	struct event		*timer;		/* the state's deadline */
+	uint64_t		 timer_at;	/* ms; 0 when not armed */
+	struct event		*resume;	/* go on reading after a long poll */
 	bool			 tcp;
-	bool			 keepalive;
-	bool			 closing;	/* free once the output drains */
-	bool			 busy;		/* a request is being answered */
+	bool			 keepalive;	/* of the request being answered */
+	bool			 http10;
+	bool			 head;		/* answer without a body */
+	bool			 eof;		/* the client shut its sending side */
+	bool			 shut;		/* our sending side is shut */
+	bool			 closing;	/* free once the last answer is out */
+	bool			 dead;		/* free now */
 	/* a long poll */
-	struct event		*wait_timer;
+	bool			 waiting;
 	uint64_t		 wait_index;
+	uint64_t		 wait_until;
 	enum api_endpoint	 wait_endpoint;
-	struct api_conn		*next_waiter;
-	struct api_conn		*prev, *next;	/* all open connections */
+	TAILQ_ENTRY(api_conn)	 entry;		/* in the queue of its state */
 };
 
 struct api {
@@ -57,15 +90,19 @@ struct api {
 	struct evconnlistener	*unix_listener;
 	struct evconnlistener	*tcp_listener;
 	char			*socket_path;
-	int			 nconns;
-	struct api_conn		*conns;
-	struct api_conn		*waiters;
+	dev_t			 socket_dev;	/* the socket file we bound */
+	ino_t			 socket_ino;
+	int			 nconns;	/* not closing */
+	int			 nclosing;
+	struct api_conn_q	 queues[CONN_NEW];
 	uint64_t		 requests[API_ENDPOINT_MAX][API_CODE_MAX];
+	struct api_stats	 stats;
 };
 
 static void	api_read_cb(struct bufferevent *, void *);
 static void	api_write_cb(struct bufferevent *, void *);
 static void	api_event_cb(struct bufferevent *, short, void *);
+static void	api_conn_update(struct api_conn *);
 
 static const char *
 api_reason(int code)
@@ -97,21 +134,73 @@ api_code_index(int code)
 	return API_CODE_MAX - 1;
 }
 
-/* Appends s as a JSON string, quotes included. */
+/*
+ * The length of the well-formed UTF-8 sequence (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF) at p, or 0.
+ */
+static size_t
+api_utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Appends s as a JSON string, quotes included. Bytes that are not UTF-8
+ * (node data written by any ZooKeeper client) become U+FFFD, one per byte,
+ * so that every answer is valid JSON.
+ */
 void
 api_json_string(struct evbuffer *out, const char *s)
 {
-	const unsigned char *p;
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+	char esc[8];
+	size_t n;
 
 	evbuffer_add(out, "\"", 1);
-	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+	while (*p != '\0') {
+		if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') {
+			p++;
+			continue;
+		}
+		if (*p >= 0x80 && (n = api_utf8_len(p)) != 0) {
+			p += n;
+			continue;
+		}
+		evbuffer_add(out, run, (size_t)(p - run));
 		if (*p == '"' || *p == '\\')
 			evbuffer_add_printf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			evbuffer_add_printf(out, "\\u%04x", *p);
-		else
-			evbuffer_add(out, p, 1);
+		else if (*p < 0x80) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			evbuffer_add(out, esc, 6);
+		} else
+			evbuffer_add(out, "\\ufffd", 6);
+		run = ++p;
 	}
+	evbuffer_add(out, run, (size_t)(p - run));
 	evbuffer_add(out, "\"", 1);
 }
 
@@ -135,9 +224,11 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
 	    election_lease_remaining(e, now));
 	if (r.has_leader && !(r.role == ELECTION_LEADER && role != ELECTION_LEADER)) {
+		/* Members of "leader" go here, each after a comma. */
 		evbuffer_add_printf(out, "{\"id\":");
 		api_json_string(out, r.leader_id);
-		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64 "}", r.leader_epoch);
+		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64, r.leader_epoch);
+		evbuffer_add(out, "}", 1);
 	} else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
@@ -146,60 +237,140 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	    election_session_name(r.session), r.timeout_ms);
 }
 
+/* ------------------------------------------------------------------ */
+/* Connections: states, deadlines, writing */
+
 static void
 api_conn_free(struct api_conn *c)
 {
 	struct api *api = c->api;
-	struct api_conn **pp;
 
-	for (pp = &api->waiters; *pp != NULL; pp = &(*pp)->next_waiter)
-		if (*pp == c) {
-			*pp = c->next_waiter;
-			break;
-		}
-	if (c->wait_timer != NULL)
-		event_free(c->wait_timer);
-	bufferevent_free(c->bev);
-	if (c->prev != NULL)
-		c->prev->next = c->next;
+	if (c->state != CONN_NEW)
+		TAILQ_REMOVE(&api->queues[c->state], c, entry);
+	if (c->state == CONN_CLOSING)
+		api->nclosing--;
 	else
-		api->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	api->nconns--;
+		api->nconns--;
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->resume != NULL)
+		event_free(c->resume);
+	bufferevent_free(c->bev);
 	free(c);
 }
 
 static void
-api_respond(struct api_conn *c, enum api_endpoint ep, int code,
-    struct evbuffer *body, const char *content_type)
+api_conn_set_state(struct api_conn *c, enum api_state state, uint64_t now)
 {
-	struct evbuffer *out = bufferevent_get_output(c->bev);
+	struct api *api = c->api;
 
-	c->api->requests[ep][api_code_index(code)]++;
-	c->api->agent->stats.api_requests++;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-	    "Content-Length: %zu\r\nCache-Control: no-store\r\n%s\r\n",
-	    code, api_reason(code), content_type, evbuffer_get_length(body),
-	    c->keepalive ? "" : "Connection: close\r\n");
-	evbuffer_add_buffer(out, body);
-	c->busy = false;
-	if (!c->keepalive) {
-		c->closing = true;
-		bufferevent_disable(c->bev, EV_READ);
+	if (c->state == state)
+		return;
+	if (c->state != CONN_NEW)
+		TAILQ_REMOVE(&api->queues[c->state], c, entry);
+	if (state == CONN_CLOSING) {
+		api->nconns--;
+		api->nclosing++;
+	}
+	c->state = state;
+	c->since = now;
+	TAILQ_INSERT_TAIL(&api->queues[state], c, entry);
+}
+
+static uint64_t
+api_conn_deadline(const struct api_conn *c)
+{
+	switch (c->state) {
+	case CONN_IDLE:		return c->since + API_IDLE_MS;
+	case CONN_PARTIAL:	return c->since + API_REQUEST_MS;
+	case CONN_WAITING:	return c->wait_until;
+	case CONN_BUSY:		return c->since + API_WRITE_MS;
+	default:		return c->since + API_CLOSE_MS;
 	}
 }
 
+/* Arms the timer for the state's deadline; a later deadline waits its turn. */
 static void
-api_error(struct api_conn *c, enum api_endpoint ep, int code, const char *msg)
+api_conn_arm(struct api_conn *c, uint64_t now)
+{
+	uint64_t at = api_conn_deadline(c), ms;
+	struct timeval tv;
+
+	if (c->timer_at != 0 && c->timer_at <= at)
+		return;
+	ms = at > now ? at - now : 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(c->timer, &tv);
+	c->timer_at = at;
+}
+
+/* Writes what is queued now; the bufferevent writes the rest when it can. */
+static void
+api_conn_flush(struct api_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	int n;
+
+	if (evbuffer_get_length(out) > 0) {
+		/* As the bufferevent does around its own writes. */
+		evbuffer_unfreeze(out, 1);
+		n = evbuffer_write(out, bufferevent_getfd(c->bev));
+		evbuffer_freeze(out, 1);
+		if (n == -1 && errno != EAGAIN && errno != EINTR)
+			c->dead = true;
+	}
+	if (evbuffer_get_length(out) > 0)
+		bufferevent_enable(c->bev, EV_WRITE);
+	else
+		bufferevent_disable(c->bev, EV_WRITE);
+}
+
+static void
+api_respond(struct api_conn *c, enum api_endpoint ep, int code,
+    struct evbuffer *body, const char *content_type, const char *extra)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	const char *conn = "";
+
+	c->api->requests[ep][api_code_index(code)]++;
+	c->api->agent->stats.api_requests++;
+	if (!c->keepalive)
+		conn = "Connection: close\r\n";
+	else if (c->http10)
+		conn = "Connection: keep-alive\r\n";
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+	    "Content-Length: %zu\r\nCache-Control: no-store\r\n%s%s\r\n",
+	    code, api_reason(code), content_type, evbuffer_get_length(body),
+	    extra != NULL ? extra : "", conn);
+	if (c->head)
+		evbuffer_drain(body, evbuffer_get_length(body));
+	else
+		evbuffer_add_buffer(out, body);
+	if (!c->keepalive)
+		c->closing = true;
+}
+
+static void
+api_error(struct api_conn *c, enum api_endpoint ep, int code, const char *msg,
+    const char *extra)
 {
 	struct evbuffer *body = evbuffer_new();
 
 	evbuffer_add_printf(body, "{\"error\":");
 	api_json_string(body, msg);
 	evbuffer_add_printf(body, "}\n");
-	api_respond(c, ep, code, body, "application/json");
+	api_respond(c, ep, code, body, "application/json", extra);
 	evbuffer_free(body);
+}
+
+/* An answer that ends the connection (refused, evicted, timed out). */
+static void
+api_error_close(struct api_conn *c, int code, const char *msg)
+{
+	c->keepalive = false;
+	c->head = false;
+	api_error(c, API_OTHER, code, msg, NULL);
 }
 
 static void
@@ -214,34 +385,25 @@ api_answer_status(struct api_conn *c, enum api_endpoint ep)
 	if (ep == API_LEADER &&
 	    election_role_at(&agent->election, now) != ELECTION_LEADER)
 		code = 503;
-	api_respond(c, ep, code, body, "application/json");
+	api_respond(c, ep, code, body, "application/json", NULL);
 	evbuffer_free(body);
 }
 
+/*
+ * Answers a parked long poll. Reading the requests pipelined behind it is
+ * left to the loop (the resume event): this runs inside api_changed, which
+ * runs inside an election step, and a pipelined resign must not start
+ * another step from here.
+ */
 static void
 api_wait_done(struct api_conn *c)
 {
-	struct api_conn **pp;
-
-	for (pp = &c->api->waiters; *pp != NULL; pp = &(*pp)->next_waiter)
-		if (*pp == c) {
-			*pp = c->next_waiter;
-			break;
-		}
-	c->next_waiter = NULL;
-	event_del(c->wait_timer);
+	c->waiting = false;
 	api_answer_status(c, c->wait_endpoint);
-	/* Resume reading: a pipelined request may be waiting. */
-	if (!c->closing) {
-		bufferevent_enable(c->bev, EV_READ);
-		api_read_cb(c->bev, c);
-	}
-}
-
-static void
-api_wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
-{
-	api_wait_done(arg);
+	api_conn_flush(c);
+	if (!c->closing)
+		event_active(c->resume, EV_READ, 0);
+	api_conn_update(c);
 }
 
 void
@@ -253,56 +415,52 @@ api_changed(struct api *api)
 	if (api == NULL)
 		return;
 	index = api->agent->election.index;
-	for (c = api->waiters; c != NULL; c = next) {
-		next = c->next_waiter;
+	for (c = TAILQ_FIRST(&api->queues[CONN_WAITING]); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
 		if (index > c->wait_index)
 			api_wait_done(c);
 	}
 }
+
+/* ------------------------------------------------------------------ */
+/* Requests */
 
 static void
 api_handle_status(struct api_conn *c, enum api_endpoint ep, const char *query)
 {
 	struct agent *agent = c->api->agent;
 	char *wait = NULL, *index = NULL, *end;
-	uint64_t wait_ms = 0, idx = 0;
-	struct timeval tv;
+	uint64_t wait_ms = 0, idx = 0, now;
 
 	if (query != NULL) {
 		wait = http_query_get(query, "wait");
 		index = http_query_get(query, "index");
 	}
 	if (wait != NULL && config_parse_duration(wait, &wait_ms) == -1) {
-		api_error(c, ep, 400, "wait: not a duration (use e.g. 30s)");
+		api_error(c, ep, 400, "wait: not a duration (use e.g. 30s)", NULL);
 		goto out;
 	}
 	if (index != NULL) {
 		errno = 0;
 		idx = strtoull(index, &end, 10);
 		if (errno != 0 || *end != '\0' || end == index || index[0] == '-') {
-			api_error(c, ep, 400, "index: not a non-negative integer");
+			api_error(c, ep, 400, "index: not a non-negative integer", NULL);
 			goto out;
 		}
 	}
+	/* A client that has shut its sending side gets its answer now. */
 	if (wait == NULL || wait_ms == 0 || index == NULL ||
-	    agent->election.index > idx) {
+	    agent->election.index > idx || c->eof) {
 		api_answer_status(c, ep);
 		goto out;
 	}
 	if (wait_ms > API_MAX_WAIT_MS)
 		wait_ms = API_MAX_WAIT_MS;
-	/* Long poll: stop reading until answered, no idle timeout. */
-	bufferevent_disable(c->bev, EV_READ);
+	now = clock_now_ms();
+	c->waiting = true;
 	c->wait_index = idx;
 	c->wait_endpoint = ep;
-	if (c->wait_timer == NULL)
-		c->wait_timer = evtimer_new(bufferevent_get_base(c->bev),
-		    api_wait_timeout_cb, c);
-	tv.tv_sec = (time_t)(wait_ms / 1000);
-	tv.tv_usec = (suseconds_t)(wait_ms % 1000) * 1000;
-	evtimer_add(c->wait_timer, &tv);
-	c->next_waiter = c->api->waiters;
-	c->api->waiters = c;
+	c->wait_until = now + wait_ms;
 out:
 	free(wait);
 	free(index);
@@ -314,27 +472,34 @@ api_handle_resign(struct api_conn *c, const char *query)
 	struct agent *agent = c->api->agent;
 	struct election_event ev;
 	struct evbuffer *body;
-	char *hold = NULL;
+	char *hold = NULL, msg[64];
 	uint64_t hold_ms = 0;
+	int bad = 0;
 
 	if (c->tcp && !agent->conf->api_tcp_resign) {
 		api_error(c, API_RESIGN, 403,
 		    "resign is accepted on the Unix socket only "
-		    "(set api.allow_tcp_resign to allow it on TCP)");
+		    "(set api.allow_tcp_resign to allow it on TCP)", NULL);
 		return;
 	}
 	if (!agent->conf->election_candidate) {
-		api_error(c, API_RESIGN, 400, "an observer cannot resign");
+		api_error(c, API_RESIGN, 400, "an observer cannot resign", NULL);
 		return;
 	}
 	if (query != NULL)
 		hold = http_query_get(query, "hold");
-	if (hold != NULL && config_parse_duration(hold, &hold_ms) == -1) {
-		free(hold);
-		api_error(c, API_RESIGN, 400, "hold: not a duration (use e.g. 10s)");
+	if (hold != NULL && config_parse_duration(hold, &hold_ms) == -1)
+		bad = 1;
+	else if (hold_ms > API_MAX_HOLD_MS)
+		bad = 2;
+	free(hold);
+	if (bad != 0) {
+		snprintf(msg, sizeof(msg), bad == 1 ?
+		    "hold: not a duration (use e.g. 10s)" :
+		    "hold: at most 24h");
+		api_error(c, API_RESIGN, 400, msg, NULL);
 		return;
 	}
-	free(hold);
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_RESIGN;
 	ev.now = clock_now_ms();
@@ -343,16 +508,18 @@ api_handle_resign(struct api_conn *c, const char *query)
 	body = evbuffer_new();
 	evbuffer_add_printf(body, "{\"resigned\":true,\"hold_ms\":%" PRIu64 "}\n",
 	    hold_ms);
-	api_respond(c, API_RESIGN, 200, body, "application/json");
+	api_respond(c, API_RESIGN, 200, body, "application/json", NULL);
 	evbuffer_free(body);
 }
 
 static void
-api_route(struct api_conn *c, const char *method, const char *target,
-    const char *query)
+api_route(struct api_conn *c, const struct http_request *req)
 {
-	bool get = strcmp(method, "GET") == 0;
+	const char *target = req->target;
+	bool get = strcmp(req->method, "GET") == 0 || req->head;
 	enum api_endpoint ep;
+	struct evbuffer *body;
+
 	if (strcmp(target, "/v1/status") == 0)
 		ep = API_STATUS;
 	else if (strcmp(target, "/v1/leader") == 0)
@@ -364,105 +531,157 @@ api_route(struct api_conn *c, const char *method, const char *target,
 	else if (strcmp(target, "/metrics") == 0)
 		ep = API_METRICS;
 	else {
-		api_error(c, API_OTHER, 404, "no such endpoint");
+		api_error(c, API_OTHER, 404, "no such endpoint", NULL);
 		return;
 	}
-	if (ep == API_RESIGN ? strcmp(method, "POST") != 0 : !get) {
-		api_error(c, ep, 405, ep == API_RESIGN ? "use POST" : "use GET");
+	if (ep == API_RESIGN && strcmp(req->method, "POST") != 0) {
+		api_error(c, ep, 405, "use POST", "Allow: POST\r\n");
+		return;
+	}
+	if (ep != API_RESIGN && !get) {
+		api_error(c, ep, 405, "use GET", "Allow: GET, HEAD\r\n");
 		return;
 	}
 	switch (ep) {
 	case API_STATUS:
 	case API_LEADER:
-		api_handle_status(c, ep, query);
+		api_handle_status(c, ep, req->query);
 		break;
-	case API_HEALTH: {
-		struct evbuffer *body = evbuffer_new();
+	case API_HEALTH:
+		body = evbuffer_new();
 		evbuffer_add_printf(body, "{\"status\":\"ok\"}\n");
-		api_respond(c, ep, 200, body, "application/json");
+		api_respond(c, ep, 200, body, "application/json", NULL);
 		evbuffer_free(body);
 		break;
-	}
 	case API_RESIGN:
-		api_handle_resign(c, query);
+		api_handle_resign(c, req->query);
 		break;
-	case API_METRICS: {
-		struct evbuffer *body = evbuffer_new();
+	case API_METRICS:
+		body = evbuffer_new();
 		api_metrics(c->api, clock_now_ms(), body);
 		api_respond(c, ep, 200, body,
-		    "text/plain; version=0.0.4; charset=utf-8");
+		    "text/plain; version=0.0.4; charset=utf-8", NULL);
 		evbuffer_free(body);
 		break;
-	}
 	default:
 		break;
 	}
 }
 
-/* Parses one request head (NUL-terminated) and answers it. */
-static void
-api_parse(struct api_conn *c, char *head)
+/*
+ * Answers the whole requests that have arrived, in order, until one is
+ * parked (a long poll), the connection is to close, or enough output is
+ * queued: then it returns true, and the client must read before it is
+ * answered further.
+ */
+static bool
+api_conn_process(struct api_conn *c)
 {
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	char head[HTTP_MAX_HEADER + 1];
 	struct http_request req;
-	struct evbuffer *in;
-	const char *error;
+	const char *buf, *error;
+	size_t len, used;
 	int code;
 
-	code = http_parse_head(head, &req, &error);
-	if (code != 0) {
-		c->keepalive = false;
-		api_error(c, API_OTHER, code, error);
+	if (c->closing) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return false;
+	}
+	while (!c->closing && !c->waiting) {
+		len = evbuffer_get_length(in);
+		if (len == 0)
+			break;
+		if (evbuffer_get_length(out) >= API_OUTPUT_MAX)
+			return true;
+		if (len > API_REQUEST_MAX)
+			len = API_REQUEST_MAX;
+		buf = (const char *)evbuffer_pullup(in, (ssize_t)len);
+		code = http_next_request(buf, len, head, &req, &used, &error);
+		if (code == HTTP_INCOMPLETE) {
+			/* A client that stopped sending cannot finish it. */
+			if (c->eof)
+				evbuffer_drain(in, evbuffer_get_length(in));
+			break;
+		}
+		if (code != 0) {
+			api_error_close(c, code, error);
+			break;
+		}
+		evbuffer_drain(in, used);
+		c->keepalive = req.keepalive;
+		c->http10 = req.http10;
+		c->head = req.head;
+		api_route(c, &req);
+	}
+	/* Everything asked before a half-close is answered; then we close. */
+	if (c->eof && !c->waiting && evbuffer_get_length(in) == 0)
+		c->closing = true;
+	return false;
+}
+
+/* Puts the connection in the state its buffers say, or frees it. */
+static void
+api_conn_update(struct api_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	uint64_t now = clock_now_ms();
+	enum api_state state;
+
+	if (c->dead) {
+		api_conn_free(c);
 		return;
 	}
-	c->keepalive = req.keepalive;
-	c->busy = true;
-	/* A body (never needed) must have arrived with the head. */
-	if (req.content_length > 0) {
-		in = bufferevent_get_input(c->bev);
-		if (evbuffer_get_length(in) < req.content_length) {
-			c->keepalive = false;
-			api_error(c, API_OTHER, 400, "incomplete request body");
-			return;
+	if (c->closing) {
+		api_conn_set_state(c, CONN_CLOSING, now);
+		if (evbuffer_get_length(out) == 0) {
+			if (c->eof) {
+				api_conn_free(c);
+				return;
+			}
+			/* Shut our side; drain theirs until they close. */
+			if (!c->shut) {
+				shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+				c->shut = true;
+			}
+			evbuffer_drain(in, evbuffer_get_length(in));
 		}
-		evbuffer_drain(in, req.content_length);
+		api_conn_arm(c, now);
+		return;
 	}
-	api_route(c, req.method, req.target, req.query);
+	if (c->waiting)
+		state = CONN_WAITING;
+	else if (evbuffer_get_length(out) > 0)
+		state = CONN_BUSY;
+	else if (evbuffer_get_length(in) > 0)
+		state = CONN_PARTIAL;
+	else
+		state = CONN_IDLE;
+	api_conn_set_state(c, state, now);
+	api_conn_arm(c, now);
 }
 
 static void
 api_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct api_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct evbuffer_ptr end;
-	char head[API_MAX_HEADER + 1];
-	size_t len;
+	bool more;
 
-	while (!c->busy && !c->closing) {
-		end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-		if (end.pos < 0) {
-			if (evbuffer_get_length(in) > API_MAX_HEADER) {
-				c->keepalive = false;
-				api_error(c, API_OTHER, 431,
-				    "request header too large");
-			}
-			return;
-		}
-		len = (size_t)end.pos + 4;
-		if (len > API_MAX_HEADER) {
-			c->keepalive = false;
-			api_error(c, API_OTHER, 431, "request header too large");
-			return;
-		}
-		evbuffer_remove(in, head, len);
-		head[len] = '\0';
-		if (memchr(head, '\0', len) != NULL) {
-			c->keepalive = false;
-			api_error(c, API_OTHER, 400, "malformed request");
-			return;
-		}
-		api_parse(c, head);
-	}
+	/* Until the client has to read before it is answered further. */
+	do {
+		more = api_conn_process(c);
+		api_conn_flush(c);
+	} while (more && !c->dead &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0);
+	api_conn_update(c);
+}
+
+static void
+api_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	api_read_cb(NULL, arg);
 }
 
 static void
@@ -470,8 +689,11 @@ api_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct api_conn *c = arg;
 
-	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		api_conn_free(c);
+	/* All written: what was held back for it may go on. */
+	bufferevent_disable(bev, EV_WRITE);
+	if (c->state == CONN_BUSY)
+		c->since = clock_now_ms();
+	api_read_cb(bev, c);
 }
 
 static void
@@ -479,18 +701,80 @@ api_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct api_conn *c = arg;
 
-	if (what & BEV_EVENT_TIMEOUT) {
-		/* A client that connected and says nothing. */
-		if (!c->busy && !c->closing &&
-		    evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
-			c->keepalive = false;
-			api_error(c, API_OTHER, 408, "request timeout");
-			bufferevent_enable(bev, EV_WRITE);
-			return;
-		}
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
+	    (what & BEV_EVENT_READING)) {
+		/* A half-close: answer what was asked, then close. */
+		c->eof = true;
+		if (c->waiting)
+			api_wait_done(c);
+		else
+			api_read_cb(bev, c);
+		return;
 	}
-	/* EOF, error or timeout: the client is gone or wasted our time. */
 	api_conn_free(c);
+}
+
+static void
+api_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_conn *c = arg;
+	uint64_t now = clock_now_ms();
+
+	c->timer_at = 0;
+	if (now < api_conn_deadline(c)) {
+		api_conn_arm(c, now);
+		return;
+	}
+	switch (c->state) {
+	case CONN_IDLE:
+		c->closing = true;
+		break;
+	case CONN_PARTIAL:
+		api_error_close(c, 408, "request not completed in time");
+		api_conn_flush(c);
+		break;
+	case CONN_WAITING:
+		api_wait_done(c);
+		return;
+	default:
+		/* Not reading its answers, or not closing: let it go. */
+		c->dead = true;
+		break;
+	}
+	api_conn_update(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Accepting, and making room at the cap */
+
+/*
+ * Frees a slot for a new connection: the oldest half-sent request is
+ * refused, else the oldest idle keep-alive is closed, else the oldest long
+ * poll is answered now. Connections with an answer going out are left
+ * alone. Returns false when nothing could be done.
+ */
+static bool
+api_make_room(struct api *api)
+{
+	struct api_conn *c;
+
+	if ((c = TAILQ_FIRST(&api->queues[CONN_PARTIAL])) != NULL) {
+		api->stats.evicted_partial++;
+		api_error_close(c, 503, "too many connections");
+		api_conn_flush(c);
+	} else if ((c = TAILQ_FIRST(&api->queues[CONN_IDLE])) != NULL) {
+		api->stats.evicted_idle++;
+		c->closing = true;
+	} else if ((c = TAILQ_FIRST(&api->queues[CONN_WAITING])) != NULL) {
+		api->stats.evicted_waiting++;
+		c->waiting = false;
+		c->keepalive = false;
+		api_answer_status(c, c->wait_endpoint);
+		api_conn_flush(c);
+	} else
+		return false;
+	api_conn_update(c);
+	return true;
 }
 
 static void
@@ -499,42 +783,72 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 {
 	struct api *api = arg;
 	struct api_conn *c;
-	struct timeval idle = { API_IDLE_TIMEOUT_S, 0 };
-	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-	    "Content-Type: application/json\r\nContent-Length: 36\r\n"
-	    "Connection: close\r\n\r\n{\"error\":\"too many connections\"}\n\n\n\n";
+	struct event_base *base = evconnlistener_get_base(l);
+	struct evbuffer *in;
+	char first[API_INPUT_MAX];
+	bool refuse = false;
+	ssize_t n;
 
-	if (api->nconns >= API_MAX_CONNS) {
-		api->agent->stats.api_rejected++;
-		if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-			/* the client will see the close */
-		}
+	/*
+	 * Read at once: a client that already left is let go before it can
+	 * cost a slot or an eviction, and one that has sent its request is
+	 * answered now, before the next accept could take it for idle.
+	 */
+	n = recv(fd, first, sizeof(first), 0);
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
 		close(fd);
 		return;
 	}
+	if (api->nconns >= API_MAX_CONNS && !api_make_room(api)) {
+		api->agent->stats.api_rejected++;
+		refuse = true;
+	}
+	/* Past this many, the oldest closing connection goes at once. */
+	while (api->nclosing >= API_MAX_CLOSING)
+		api_conn_free(TAILQ_FIRST(&api->queues[CONN_CLOSING]));
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		close(fd);
 		return;
 	}
 	c->api = api;
+	c->state = CONN_NEW;
 	c->tcp = sa->sa_family != AF_UNIX;
 	c->keepalive = true;
-	c->bev = bufferevent_socket_new(evconnlistener_get_base(l), fd,
-	    BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		close(fd);
+	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(base, api_timer_cb, c);
+	c->resume = event_new(base, -1, 0, api_resume_cb, c);
+	if (c->bev == NULL || c->timer == NULL || c->resume == NULL) {
+		if (c->bev != NULL)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		if (c->timer != NULL)
+			event_free(c->timer);
+		if (c->resume != NULL)
+			event_free(c->resume);
 		free(c);
 		return;
 	}
 	api->nconns++;
-	c->next = api->conns;
-	if (api->conns != NULL)
-		api->conns->prev = c;
-	api->conns = c;
 	bufferevent_setcb(c->bev, api_read_cb, api_write_cb, api_event_cb, c);
-	bufferevent_set_timeouts(c->bev, &idle, &idle);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, API_INPUT_MAX);
+	/* Answers are written at once; EV_WRITE only for what is left. */
+	bufferevent_disable(c->bev, EV_WRITE);
+	bufferevent_enable(c->bev, EV_READ);
+	if (n > 0) {
+		in = bufferevent_get_input(c->bev);
+		evbuffer_unfreeze(in, 0);
+		evbuffer_add(in, first, (size_t)n);
+		evbuffer_freeze(in, 0);
+	}
+	if (refuse) {
+		api_error_close(c, 503, "too many connections");
+		api_conn_flush(c);
+		api_conn_update(c);
+		return;
+	}
+	api_read_cb(c->bev, c);
 }
 
 static void
@@ -543,14 +857,65 @@ api_listener_error_cb(struct evconnlistener *l, void *arg)
 	log_warn("api: accept");
 }
 
+/* Creates the missing directories above path (mode 0755, less the umask). */
+static int
+api_mkdirs(const char *path)
+{
+	char *dir, *p;
+	int rc = 0;
+
+	if ((dir = strdup(path)) == NULL)
+		return -1;
+	for (p = strchr(dir + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+			log_warn("api: mkdir %s", dir);
+			rc = -1;
+			break;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return rc;
+}
+
+/*
+ * Whether a socket file at path is served (a process listens on it).
+ * Returns 1 and the listener's pid, 0 when nobody listens, -1 on error.
+ */
+static int
+api_socket_live(const struct sockaddr_un *sun, pid_t *pid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd, rc;
+
+	*pid = 0;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0 ||
+	    errno == EAGAIN) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			*pid = cred.pid;
+		rc = 1;
+	} else if (errno == ECONNREFUSED || errno == ENOENT)
+		rc = 0;
+	else
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
 static struct evconnlistener *
 api_listen_unix(struct api *api, const char *path, unsigned mode)
 {
 	struct sockaddr_un sun;
-	struct evconnlistener *l;
+	struct evconnlistener *l = NULL;
 	struct stat st;
 	char *dir, *slash;
-	int fd;
+	pid_t pid;
+	int fd = -1, dfd = -1, live;
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
@@ -560,45 +925,68 @@ api_listen_unix(struct api *api, const char *path, unsigned mode)
 	}
 	strcpy(sun.sun_path, path);
 
-	/* Make the directory if it is missing (RuntimeDirectory may not be). */
+	/* Make the directories if they are missing (RuntimeDirectory may not be). */
+	if (api_mkdirs(path) == -1)
+		return NULL;
+	/* One agent at a time decides about this path. */
 	dir = strdup(path);
 	slash = dir != NULL ? strrchr(dir, '/') : NULL;
-	if (slash != NULL && slash != dir) {
+	if (slash != NULL) {
 		*slash = '\0';
-		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			log_warn("api: mkdir %s", dir);
+		dfd = open(slash == dir ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd != -1)
+			flock(dfd, LOCK_EX);
 	}
 	free(dir);
 
-	/* A socket left by an earlier run is ours to replace. */
+	/* A socket left by an earlier run is replaced; a live one is not. */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			log_warnx("api: %s exists and is not a socket", path);
-			return NULL;
+			goto out;
+		}
+		live = api_socket_live(&sun, &pid);
+		if (live == 1) {
+			log_warnx("api: %s is in use by another process (pid %d), "
+			    "probably another zkelectd with the same api.socket; "
+			    "not taking it over", path, (int)pid);
+			goto out;
+		}
+		if (live == -1) {
+			log_warn("api: cannot tell whether %s is in use", path);
+			goto out;
 		}
 		unlink(path);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		log_warn("api: socket");
-		return NULL;
+		goto out;
 	}
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		log_warn("api: bind %s", path);
-		close(fd);
-		return NULL;
+		goto out;
 	}
 	if (chmod(path, mode) == -1)
-		log_warn("api: chmod %s", path);
+		log_warn("api: chmod %s", sun.sun_path);
+	if (stat(path, &st) == 0) {
+		api->socket_dev = st.st_dev;
+		api->socket_ino = st.st_ino;
+	}
 	l = evconnlistener_new(api->agent->base, api_accept_cb, api,
-	    LEV_OPT_CLOSE_ON_FREE, 128, fd);
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, SOMAXCONN, fd);
 	if (l == NULL) {
 		log_warnx("api: cannot listen on %s", path);
-		close(fd);
 		unlink(path);
-		return NULL;
+		goto out;
 	}
+	fd = -1;
 	evconnlistener_set_error_cb(l, api_listener_error_cb);
+out:
+	if (fd != -1)
+		close(fd);
+	if (dfd != -1)
+		close(dfd);	/* and the lock with it */
 	return l;
 }
 
@@ -622,7 +1010,7 @@ api_listen_tcp(struct api *api, const char *listen)
 	}
 	l = evconnlistener_new_bind(api->agent->base, api_accept_cb, api,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-	    128, (struct sockaddr *)&ss, sslen);
+	    SOMAXCONN, (struct sockaddr *)&ss, sslen);
 	if (l == NULL) {
 		log_warn("api: cannot listen on %s", listen);
 		return NULL;
@@ -635,11 +1023,14 @@ struct api *
 api_open(struct agent *agent)
 {
 	struct api *api;
+	int i;
 
 	api = calloc(1, sizeof(*api));
 	if (api == NULL)
 		return NULL;
 	api->agent = agent;
+	for (i = 0; i < CONN_NEW; i++)
+		TAILQ_INIT(&api->queues[i]);
 	api->socket_path = strdup(agent->conf->api_socket);
 	api->unix_listener = api_listen_unix(api, agent->conf->api_socket,
 	    agent->conf->api_socket_mode);
@@ -663,13 +1054,20 @@ api_open(struct agent *agent)
 void
 api_close(struct api *api)
 {
+	struct stat st;
+	int i;
+
 	if (api == NULL)
 		return;
-	while (api->conns != NULL)
-		api_conn_free(api->conns);
+	for (i = 0; i < CONN_NEW; i++)
+		while (!TAILQ_EMPTY(&api->queues[i]))
+			api_conn_free(TAILQ_FIRST(&api->queues[i]));
 	if (api->unix_listener != NULL) {
 		evconnlistener_free(api->unix_listener);
-		unlink(api->socket_path);
+		/* Only our own socket: another agent may have the path now. */
+		if (stat(api->socket_path, &st) == 0 &&
+		    st.st_dev == api->socket_dev && st.st_ino == api->socket_ino)
+			unlink(api->socket_path);
 	}
 	if (api->tcp_listener != NULL)
 		evconnlistener_free(api->tcp_listener);
@@ -682,6 +1080,20 @@ uint64_t
 api_request_count(const struct api *api, enum api_endpoint ep, int code_index)
 {
 	return api->requests[ep][code_index];
+}
+
+/* The connection figures for the metrics. */
+const struct api_stats *
+api_get_stats(struct api *api)
+{
+	struct api_conn *c;
+
+	api->stats.connections = (uint64_t)api->nconns;
+	api->stats.closing = (uint64_t)api->nclosing;
+	api->stats.long_polls = 0;
+	TAILQ_FOREACH(c, &api->queues[CONN_WAITING], entry)
+		api->stats.long_polls++;
+	return &api->stats;
 }
 
 /* The agent behind this API, for the metrics writer. */

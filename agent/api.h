@@ -17,9 +17,20 @@ enum api_endpoint {
 #define API_CODES	{ 200, 400, 403, 404, 405, 408, 413, 431, 501, 503, 0 }
 #define API_CODE_MAX	11
 
+/* Connection figures for the metrics. */
+struct api_stats {
+	uint64_t	connections;		/* open, not closing */
+	uint64_t	closing;		/* sending their last answer */
+	uint64_t	long_polls;		/* parked */
+	uint64_t	evicted_partial;	/* half-sent, refused at the cap */
+	uint64_t	evicted_idle;		/* idle keep-alive, closed at the cap */
+	uint64_t	evicted_waiting;	/* long poll, answered early at the cap */
+};
+
 void api_json_string(struct evbuffer *out, const char *s);
 void api_status_json(const struct election *e, uint64_t now, struct evbuffer *out);
 uint64_t api_request_count(const struct api *api, enum api_endpoint ep, int code_index);
+const struct api_stats *api_get_stats(struct api *api);
 
 /* metrics.c: the Prometheus text exposition of GET /metrics. */
 void api_metrics(struct api *api, uint64_t now, struct evbuffer *out);

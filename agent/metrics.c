@@ -26,6 +26,7 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	enum election_role role = election_role_at(e, now), r;
 	enum election_session s;
 	const struct notify_stats *ns;
+	const struct api_stats *as;
 	int ep, ci, i;
 
 	evbuffer_add_printf(out,
@@ -138,6 +139,19 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 			    "{endpoint=\"%s\",code=\"%d\"} %" PRIu64 "\n",
 			    metrics_endpoints[ep], codes[ci], n);
 		}
+	as = api_get_stats(api);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_api_connections Open API connections (not closing).\n"
+	    "# TYPE zkelect_api_connections gauge\nzkelect_api_connections %" PRIu64 "\n"
+	    "# HELP zkelect_api_long_polls Long polls waiting for a change.\n"
+	    "# TYPE zkelect_api_long_polls gauge\nzkelect_api_long_polls %" PRIu64 "\n"
+	    "# HELP zkelect_api_connections_evicted_total Connections closed at the cap to make room, by state.\n"
+	    "# TYPE zkelect_api_connections_evicted_total counter\n"
+	    "zkelect_api_connections_evicted_total{state=\"partial\"} %" PRIu64 "\n"
+	    "zkelect_api_connections_evicted_total{state=\"idle\"} %" PRIu64 "\n"
+	    "zkelect_api_connections_evicted_total{state=\"long_poll\"} %" PRIu64 "\n",
+	    as->connections, as->long_polls, as->evicted_partial, as->evicted_idle,
+	    as->evicted_waiting);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_api_connections_rejected_total Connections refused over the cap.\n"
 	    "# TYPE zkelect_api_connections_rejected_total counter\n"

@@ -302,6 +302,8 @@ def test_json_logs(agents):
 
 
 def test_connection_cap_and_idle_clients(agents):
+    """At the cap, the oldest idle connections make room (closed cleanly),
+    so 300 idle clients do not keep the app from its answer."""
     a = agents.new("a1")
     a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")
     socks = []
@@ -310,15 +312,15 @@ def test_connection_cap_and_idle_clients(agents):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(a.socket)
             socks.append(s)
-        # Over the cap: the agent answers 503 and closes.
-        s = socks[-1]
+        r = a.get("/v1/status", timeout=5 * SLOW)
+        assert r.status == 200 and r.json()["is_leader"] is True
+        # The first ones were closed to make room: EOF, not a reset.
+        s = socks[0]
         s.settimeout(5 * SLOW)
-        data = s.recv(4096)
-        assert data.startswith(b"HTTP/1.1 503 ") and b"too many connections" in data, data
-        # The cap does not stop the agent: once clients go, it serves again.
+        assert s.recv(4096) == b""
     finally:
         for s in socks:
             s.close()
-    s = a.wait_for(lambda s: s["is_leader"], 10 * SLOW, what="still serving")
     t = a.get("/metrics").body
-    assert re.search(r"^zkelect_api_connections_rejected_total [1-9]", t, re.M), t
+    m = re.search(r'^zkelect_api_connections_evicted_total\{state="idle"\} (\d+)', t, re.M)
+    assert m and int(m.group(1)) >= 44, t
