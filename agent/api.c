@@ -224,16 +224,21 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
 	    election_lease_remaining(e, now));
 	if (r.has_leader && !(r.role == ELECTION_LEADER && role != ELECTION_LEADER)) {
-		/* Members of "leader" go here, each after a comma. */
 		evbuffer_add_printf(out, "{\"id\":");
 		api_json_string(out, r.leader_id);
-		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64, r.leader_epoch);
+		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64 ",\"value\":",
+		    r.leader_epoch);
+		if (r.has_value)
+			api_json_string(out, r.leader_value);
+		else
+			evbuffer_add_printf(out, "null");
 		evbuffer_add(out, "}", 1);
 	} else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
-	    "\"index\":%" PRIu64 ",\"session\":{\"state\":\"%s\","
-	    "\"timeout_ms\":%d}}\n", r.candidates, r.position, e->index,
+	    "\"hold_remaining_ms\":%" PRIu64 ",\"index\":%" PRIu64
+	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}}\n",
+	    r.candidates, r.position, election_hold_remaining(e, now), e->index,
 	    election_session_name(r.session), r.timeout_ms);
 }
 

@@ -356,7 +356,8 @@ def test_curator_leads_agents_follow_then_hand_back(agents, observer, election, 
     t_a1 = time.monotonic()
     wait_recorded(recorder, a1, s1["epoch"])
     wait_follower(a2, 20, leader="a1")
-    obs.wait_for(lambda s: s["leader"] == {"id": "a1", "epoch": s1["epoch"]}, 20,
+    obs.wait_for(lambda s: s["leader"] == {"id": "a1", "epoch": s1["epoch"],
+                                           "value": None}, 20,
                  what="observer to report a1")
     assert queue(observer, election) == ["a1", "a2"]
 

@@ -50,7 +50,7 @@ def settled(pool, timeout=30, candidates=False):
                 return False
             if candidates and not (s["position"] < s["candidates"] <= len(pool)):
                 return False
-            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"]}:
+            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"], "value": None}:
                 return False
             if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
                 return False
@@ -301,6 +301,42 @@ def test_unreachable_zookeeper_is_logged_with_its_reason(agents):
     assert 2 <= n <= 4, "%d 'not connected' lines in ~5 s" % n
 
 
+def test_value_travels_with_the_claim(agents, observer, election):
+    """election.value: in the claim (the election node's data, "id\\nvalue"),
+    in the leader's own status and in every follower's."""
+    a = agents.new("a1", start=False)
+    with open(a.config) as f:
+        text = f.read()
+    with open(a.config, "w") as f:
+        f.write(text.replace("election:\n", "election:\n  value: \"http://10.0.0.1:8080\"\n",
+                             1))
+    a.start()
+    s = a.wait_for(lambda s: s["is_leader"] is True, 20, what="a1 to lead")
+    assert s["leader"] == {"id": "a1", "epoch": s["epoch"], "value": "http://10.0.0.1:8080"}
+    data, stat = observer.election_node(election)
+    assert data == "a1\nhttp://10.0.0.1:8080" and stat.mzxid == s["epoch"]
+    b = agents.new("b1")
+    sb = b.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None, 20,
+                    what="b1 to report a1")
+    assert sb["leader"] == s["leader"]
+    assert sb["hold_remaining_ms"] == 0
+
+
+def test_resigned_agent_reports_the_leader_and_its_hold(agents):
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"] is True, 20, what="a1 to lead")
+    b = agents.new("b1")
+    b.wait_for(lambda s: s["role"] == "follower", 20, what="b1 to follow")
+    r = a.request("POST", "/v1/resign?hold=30s", timeout=5)
+    assert r.status == 200, r.body
+    sb = b.wait_for(lambda s: s["is_leader"] is True, 20, what="b1 to lead")
+    s = a.wait_for(lambda s: s["leader"] is not None and s["leader"]["id"] == "b1", 20,
+                   what="a1, holding, to report b1")
+    assert s["role"] == "follower" and s["position"] == -1
+    assert 20000 < s["hold_remaining_ms"] <= 30000, s
+    assert s["leader"]["epoch"] == sb["epoch"]
+
+
 def test_graceful_stop_leaves_no_orphans(agents, observer, election):
     pool = start_agents(agents, 3)
     settled(pool)
@@ -430,7 +466,7 @@ def park_long_poll(agent, index, wait, timeout):
 
 def sole_leader(a1):
     return a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
-                       and s["leader"] == {"id": a1.id, "epoch": s["epoch"]}
+                       and s["leader"] == {"id": a1.id, "epoch": s["epoch"], "value": None}
                        and s["session"]["state"] == "connected", 20, what="sole agent leads")
 
 

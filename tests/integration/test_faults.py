@@ -140,7 +140,7 @@ def settle(pool, timeout=40, what=None):
             return None
         for a in pool:
             s = st[a.id]
-            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"]}:
+            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"], "value": None}:
                 return None
             if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
                 return None
@@ -579,7 +579,7 @@ def test_b_partition_past_session_timeout(agents, observer, election, recorder, 
     t_heal = time.monotonic()
     p.heal()
     s = a1.wait_for(lambda s: s["role"] == "follower" and s["session"]["state"] == "connected"
-                    and s["leader"] == {"id": "a2", "epoch": s2["epoch"]}, 40,
+                    and s["leader"] == {"id": "a2", "epoch": s2["epoch"], "value": None}, 40,
                     what="a1 rejoins as a follower of a2")
     t_rejoin = time.monotonic()
     assert s["is_leader"] is False and s["epoch"] is None
@@ -1045,7 +1045,7 @@ def test_g_claim_watch_after_parent_race(agents, observer, election, proxies):
     (xn, _, _), = nodes_of(observer, election, "x")
     ls = lead.status()
     try:
-        x.wait_for(lambda s: s["leader"] == {"id": "l", "epoch": ls["epoch"]}, 15,
+        x.wait_for(lambda s: s["leader"] == {"id": "l", "epoch": ls["epoch"], "value": None}, 15,
                    what="x to report l as leader")
     except AssertionError as e:
         raise AssertionError(
