@@ -287,7 +287,7 @@ def test_leader_id_with_invalid_utf8_is_valid_json(agents, observer):
             c.close()
         conn_bytes.append(body)
         d = json.loads(body.decode("utf-8", "strict"))   # strict: raises on invalid UTF-8
-        return d if d["leader"] is not None else None
+        return d if d["leader"] is not None and d["role"] == "follower" else None
     d = poll(leader_seen, 20, what="a1 reports the foreign leader (last: %r)"
              % (conn_bytes[-1:] or None,))
     assert d["leader"]["id"] == "evil\ufffd\ufffd-x\x01\"\\", d
