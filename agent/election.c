@@ -346,6 +346,22 @@ election_schedule_renewals(struct election *e, bool on)
 		e->next_renew = e->now;
 }
 
+/* Rule 8: the session is gone, and with it our node, lease and watches. */
+static void
+election_forget_session(struct election *e)
+{
+	e->session_id = 0;
+	e->session_born = 0;
+	e->uuid[0] = '\0';
+	e->node[0] = '\0';
+	e->self_watched = false;
+	e->lease_deadline = 0;
+	e->term_epoch = 0;
+	e->next_renew = 0;
+	e->claim_owed = true;
+	election_forget_view(e);
+}
+
 static void
 election_on_session(struct election *e, const struct election_event *ev,
     struct election_actions *out)
@@ -366,12 +382,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		if (e->session_id != 0 && e->session_id != ev->session_id) {
 			/* Another session: nothing of the old one holds. */
 			election_lose(e, ELECTION_UNKNOWN, "new session", out);
-			e->node[0] = '\0';
-			e->uuid[0] = '\0';
-			e->self_watched = false;
-			e->lease_deadline = 0;
-			e->term_epoch = 0;
-			e->claim_owed = true;
+			election_forget_session(e);
 		}
 		if (e->session_id != ev->session_id)
 			e->session_born = ev->sent;
@@ -418,15 +429,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		if (e->riding_since != 0)
 			e->rides_lost++;
 		election_lose(e, ELECTION_UNKNOWN, "session expired", out);
-		e->session_id = 0;
-		e->uuid[0] = '\0';
-		e->node[0] = '\0';
-		e->self_watched = false;
-		e->lease_deadline = 0;
-		e->term_epoch = 0;
-		e->next_renew = 0;
-		e->claim_owed = true;
-		election_forget_view(e);
+		election_forget_session(e);
 		if (e->stopping) {
 			e->phase = PHASE_STOPPED;
 			election_push(e, out, ACT_EXIT, NULL);
@@ -443,14 +446,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 	case SESSION_AUTH_FAILED:
 		/* Rule 12; the handle is dead, retry with a new one. */
 		election_lose(e, ELECTION_UNKNOWN, "authentication failed", out);
-		e->session_id = 0;
-		e->uuid[0] = '\0';
-		e->node[0] = '\0';
-		e->self_watched = false;
-		e->lease_deadline = 0;
-		e->term_epoch = 0;
-		e->next_renew = 0;
-		election_forget_view(e);
+		election_forget_session(e);
 		if (e->stopping) {
 			e->phase = PHASE_STOPPED;
 			election_push(e, out, ACT_EXIT, NULL);
