@@ -17,10 +17,24 @@ ctl=$top/build/ctl/zkelectctl
 
 work=$(mktemp -d /tmp/zkelect-demo.XXXXXX)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		{ kill -9 "$p" && wait "$p"; } 2>/dev/null || true
+# Killed processes are disowned first: bash would otherwise print a
+# "Killed" job line for them, in the middle of the demo's output.
+kill9() {	# kill9 PID...: SIGKILL, then wait until each one is gone
+	local p
+	for p in "$@"; do
+		pids=($(for q in "${pids[@]}"; do [ "$q" = "$p" ] || echo "$q"; done))
+		disown "$p" 2>/dev/null || true
+		kill -9 "$p" 2>/dev/null || true
 	done
+	for p in "$@"; do	# gone, or a zombie that is no longer ours to reap
+		while kill -0 "$p" 2>/dev/null &&
+		    ! grep -q '^[0-9]* (.*) Z' "/proc/$p/stat" 2>/dev/null; do
+			sleep 0.02
+		done
+	done
+}
+cleanup() {
+	kill9 "${pids[@]}"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -32,12 +46,9 @@ ms() { date +%s%3N; }
 
 port=$(free_port)
 echo "== starting ZooKeeper on 127.0.0.1:$port"
-pids+=("$(scripts/zk-server.sh "$work/zk" "$port")")
-deadline=$(( $(ms) + 60000 ))
-until (exec 3<>"/dev/tcp/127.0.0.1/$port" && echo srvr >&3 && grep -q Mode <&3) 2>/dev/null; do
-	[ "$(ms)" -lt "$deadline" ] || { echo "ZooKeeper did not start"; cat "$work/zk/zookeeper.out"; exit 1; }
-	sleep 0.1
-done
+# zk-server.sh returns once ZooKeeper answers (or says why it did not).
+zkpid=$(scripts/zk-server.sh "$work/zk" "$port")
+pids+=("$zkpid")
 
 declare -A agent_pid
 for n in 1 2 3; do
@@ -89,14 +100,14 @@ alive=($(for n in "${alive[@]}"; do [ "$n" = "$first" ] || echo "$n"; done))
 second=$(wait_leader "${alive[@]}")
 t1=$(ms)
 wait "${agent_pid[$first]}" && echo "agent$first exited cleanly"
+pids=($(for q in "${pids[@]}"; do [ "$q" = "${agent_pid[$first]}" ] || echo "$q"; done))
 echo "agent$second leads $((t1 - t0)) ms after the SIGTERM"
 show "${alive[@]}"
 
 echo
 echo "== crash failover: kill -9 agent$second (its session must expire first)"
 t0=$(ms)
-kill -9 "${agent_pid[$second]}"
-wait "${agent_pid[$second]}" 2>/dev/null || true
+kill9 "${agent_pid[$second]}"
 alive=($(for n in "${alive[@]}"; do [ "$n" = "$second" ] || echo "$n"; done))
 third=$(wait_leader "${alive[@]}")
 t1=$(ms)

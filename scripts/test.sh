@@ -35,7 +35,7 @@ for b in "${builds[@]}"; do
 	ZKELECTD="$PWD/$b/agent/zkelectd" ZKELECTCTL="$PWD/$b/ctl/zkelectctl" \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration || status=1
+		/usr/bin/python3 -m pytest -q -rs -p no:cacheprovider tests/integration || status=1
 done
 if [ "${SKIP_FUZZ:-}" != 1 ]; then
 	echo "== fuzzing: the saved corpus, then ${FUZZ_SECONDS:-20}s per target (clang libFuzzer)"

@@ -1,8 +1,44 @@
 #!/usr/bin/env bash
-# Starts a throw-away standalone ZooKeeper on loopback for demos:
-#   scripts/zk-server.sh DIR PORT   (prints the PID; stop it with kill)
+# Starts a throw-away standalone ZooKeeper (Debian's zookeeper package) on
+# loopback, for the demo and for trying zkelect out:
+#
+#   scripts/zk-server.sh DIR PORT
+#
+# It returns once the server answers on 127.0.0.1:PORT, and prints its PID
+# (stop it with `kill PID`). The server keeps its data and its log in DIR
+# (DIR/zookeeper.log). If PORT is in use, or the server does not answer within
+# ZK_START_TIMEOUT seconds (default 60), it says why on stderr, leaves nothing
+# running and exits 1.
 set -euo pipefail
+if [ $# -ne 2 ]; then
+	echo "usage: $0 DIR PORT" >&2
+	exit 1
+fi
 dir=$1 port=$2
+timeout=${ZK_START_TIMEOUT:-60}
+jar=/usr/share/java/zookeeper.jar
+# Without an SLF4J binding ZooKeeper logs nothing at all: log4j 1.2 and its
+# binding come with Debian's zookeeper package.
+logjars=/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar
+
+for f in "$jar" ${logjars//:/ }; do
+	[ -r "$f" ] || { echo "zk-server: $f not found (scripts/install-deps.sh installs zookeeper)" >&2; exit 1; }
+done
+command -v java >/dev/null || { echo "zk-server: java not found (scripts/install-deps.sh)" >&2; exit 1; }
+
+# answers CMD: true if the server on PORT answers the four-letter word srvr
+# (a server that accepts but never answers counts as not answering).
+answers() {
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && echo srvr >&3 && grep -q "^Mode:" <&3' \
+		_ "$port" 2>/dev/null
+}
+
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	echo "zk-server: 127.0.0.1:$port is already in use; pick another port" >&2
+	exit 1
+fi
+
+dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 mkdir -p "$dir/data" "$dir/conf"
 cat > "$dir/conf/zoo.cfg" <<CFG
 tickTime=200
@@ -15,14 +51,35 @@ minSessionTimeout=400
 maxSessionTimeout=30000
 CFG
 cat > "$dir/conf/log4j.properties" <<CFG
-log4j.rootLogger=WARN, F
+log4j.rootLogger=INFO, F
 log4j.appender.F=org.apache.log4j.FileAppender
 log4j.appender.F.File=$dir/zookeeper.log
 log4j.appender.F.layout=org.apache.log4j.PatternLayout
-log4j.appender.F.layout.ConversionPattern=%d %p %c{1}: %m%n
+log4j.appender.F.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
 CFG
+
 java -Xmx256m -Dzookeeper.admin.enableServer=false \
-	-cp "$dir/conf:/usr/share/java/zookeeper.jar" \
+	-Dlog4j.configuration="file:$dir/conf/log4j.properties" \
+	-cp "$dir/conf:$jar:$logjars" \
 	org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/conf/zoo.cfg" \
-	>"$dir/zookeeper.out" 2>&1 &
-echo $!
+	</dev/null >"$dir/zookeeper.out" 2>&1 &
+pid=$!
+
+fail() {
+	echo "zk-server: ZooKeeper did not start on 127.0.0.1:$port: $1" >&2
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	echo "zk-server: the end of $dir/zookeeper.log (and .out):" >&2
+	tail -n 15 "$dir/zookeeper.log" "$dir/zookeeper.out" >&2 2>/dev/null || true
+	exit 1
+}
+
+deadline=$((SECONDS + timeout))
+until answers; do
+	kill -0 "$pid" 2>/dev/null || fail "the server exited"
+	[ "$SECONDS" -lt "$deadline" ] || fail "no answer within ${timeout}s"
+	sleep 0.1
+done
+echo "$pid"

@@ -67,3 +67,73 @@ def test_units_verify_and_security(destdir, tmp_path, unit):
     assert m, r.stdout + r.stderr
     print("%s: exposure %s" % (unit, m.group(1)))
     assert float(m.group(1)) <= 2.0
+
+
+# --------------------------------------------------------------------------
+# The scripts a new user runs first.
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def srvr(port):
+    from zkharness import four_letter
+    a = four_letter("127.0.0.1", port, "srvr")
+    return a is not None and "Mode:" in a
+
+
+def test_zk_server_script_starts_logs_and_stops(tmp_path):
+    from zkharness import free_port
+    port = free_port()
+    d = tmp_path / "zk"
+    r = subprocess.run([os.path.join(TOP, "scripts/zk-server.sh"), str(d), str(port)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    pid = int(r.stdout.strip())
+    try:
+        # It returns once the server answers, not before.
+        assert srvr(port), "zk-server.sh returned before ZooKeeper answered"
+        log = d / "zookeeper.log"
+        assert log.exists() and "binding to port" in log.read_text(), \
+            "no ZooKeeper log in %s: %r" % (d, os.listdir(d))
+    finally:
+        os.kill(pid, 9)
+
+
+def test_zk_server_script_refuses_a_busy_port(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        d = tmp_path / "zk"
+        r = subprocess.run([os.path.join(TOP, "scripts/zk-server.sh"), str(d), str(port)],
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    assert "127.0.0.1:%d" % port in r.stderr and "in use" in r.stderr, r.stderr
+    # No JVM left running for that directory.
+    left = subprocess.run(["pgrep", "-f", str(d)], capture_output=True, text=True).stdout
+    assert left == "", "processes left behind: %s" % left
+
+
+def test_zk_server_script_reports_a_server_that_dies(tmp_path):
+    # A data directory ZooKeeper cannot write: the JVM exits at start.
+    from zkharness import free_port
+    port = free_port()
+    d = tmp_path / "zk"
+    (d / "data").mkdir(parents=True)
+    (d / "data" / "version-2").write_text("not a directory\n")
+    r = subprocess.run([os.path.join(TOP, "scripts/zk-server.sh"), str(d), str(port)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    assert "did not start" in r.stderr, r.stderr
+    assert not srvr(port)
+
+
+def test_demo_runs_and_prints_no_job_lines():
+    env = dict(os.environ, SKIP_INSTALL="1")
+    r = subprocess.run([os.path.join(TOP, "scripts/demo.sh")], capture_output=True,
+                       text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "graceful handover" in out and "crash failover" in out, out
+    assert not re.search(r"\bKilled\b|\bTerminated\b", out), out
