@@ -1,0 +1,3 @@
+module zkelect.example/client
+
+go 1.19
