@@ -107,19 +107,26 @@ election_node_seq(const char *name)
  * of a follower F is touched only when F reports the requests it received,
  * which it does every tickTime/2; the touches F took since its last report
  * are lost if F stops. So if F stops right after relaying our renewal sent
- * at s, the last touch the leader processed is for a request we sent at
- * least tickTime/2 before F's last report. We assume tickTime/2 <= T/6
- * (tickTime <= T/3), and call q the latest request we sent at or before
- * s - T/6 on this connection: the session then lives at least until q + T.
- * The lease ends T/6 before that, and never later than s + 2T/3; the T/6
- * covers differences in clock rate, our loop's delays and the round-up.
- * Renewing every T/6 keeps q = the previous renewal, so the lease is the
- * full s + 2T/3. The ring below keeps the send times of this connection's
- * requests; a request sent on an earlier connection counts for nothing
- * (its server may be the one that stopped). One touch needs no report: the
- * ZooKeeper leader creates a session itself, expiring it no sooner than T
- * after, and it cannot have done so before we opened the handle that asked
- * for it; so the opening time counts as q for the whole session.
+ * at s, the last touch the leader processed is for a request that reached F
+ * at least tickTime/2 before s did. When a request reached F we do not
+ * know (TCP may hold it through a short cut and deliver it just before s),
+ * but F touched it before it answered it. We assume tickTime/2 <= T/6
+ * (tickTime <= T/3), and call q the latest request of ours answered at or
+ * before s - T/5 on this connection (a report comes every T/6 at most; the
+ * T/30 more is for the jitter of the ZooKeeper leader's pings, which at
+ * tickTime = T/3, ZooKeeper's 2 s tick under a 6 s session, would otherwise
+ * miss the window): the session then lives at least until (q's send time)
+ * + T. The lease ends T/6 before that, and never later than s + 2T/3; the
+ * T/6 covers differences in clock rate, our loop's delays and the
+ * round-up. Renewing T/5 after the last renewal was answered keeps q = that
+ * renewal, so the lease is about s + 19T/30. The ring below keeps the send
+ * times of this connection's requests and, for those whose answer we see,
+ * when they were answered; a request sent on an earlier connection counts
+ * for nothing (its server may be the one that stopped). One touch needs no
+ * report: the ZooKeeper leader creates a session itself, expiring it no
+ * sooner than T after, and it cannot have done so before we opened the
+ * handle that asked for it; so the opening time counts as q for the whole
+ * session. (The simulator in tests/sim found each of these refinements.)
  */
 static bool
 election_is_request(enum election_action_type t)
@@ -136,16 +143,33 @@ election_note_sent(struct election *e)
 	if (e->nsent == ELECTION_SENT_RING) {
 		memmove(&e->sent[0], &e->sent[1],
 		    (ELECTION_SENT_RING - 1) * sizeof(e->sent[0]));
+		memmove(&e->acked[0], &e->acked[1],
+		    (ELECTION_SENT_RING - 1) * sizeof(e->acked[0]));
 		e->nsent--;
 	}
+	e->acked[e->nsent] = 0;
 	e->sent[e->nsent++] = e->now;
+}
+
+/* The request sent at s was answered now. */
+static void
+election_note_acked(struct election *e, uint64_t s)
+{
+	int i;
+
+	for (i = e->nsent - 1; i >= 0; i--)
+		if (e->sent[i] == s) {
+			if (e->acked[i] == 0)
+				e->acked[i] = e->now;
+			return;
+		}
 }
 
 /* The lease a round trip sent at s earns, or 0 if it earns none. */
 static uint64_t
 election_lease_until(const struct election *e, uint64_t s)
 {
-	uint64_t t = (uint64_t)e->timeout_ms, report = t / 6, margin = t / 6;
+	uint64_t t = (uint64_t)e->timeout_ms, report = t / 5, margin = t / 6;
 	uint64_t until, cap = s + t * 2 / 3;
 	int i;
 	uint64_t q = e->session_born;
@@ -153,7 +177,7 @@ election_lease_until(const struct election *e, uint64_t s)
 	if (e->lease_naive)
 		return cap;
 	for (i = e->nsent - 1; i >= 0; i--)
-		if (e->sent[i] + report <= s) {
+		if (e->acked[i] != 0 && e->acked[i] + report <= s) {
 			if (e->sent[i] > q)
 				q = e->sent[i];
 			break;
@@ -230,6 +254,7 @@ static void
 election_watch_claim(struct election *e, struct election_actions *out)
 {
 	e->claim_reads++;
+	e->claim_read_sent = e->now;
 	if (e->candidate)
 		election_push(e, out, ACT_READ_CLAIM, NULL);
 	else {
@@ -926,13 +951,19 @@ election_takeover(struct election *e, struct election_actions *out)
 	election_watch_claim(e, out);
 }
 
-/* A term, named or claimed, starts once the lease has time left. */
+/*
+ * A term, named or claimed, starts once the lease has time left: a renewal
+ * interval and T/6 more, so that the next renewal (due an interval after
+ * the last answer) comes back and extends it before it lapses (else the
+ * term would flap: leader, unknown, leader under a new epoch).
+ */
 static void
 election_try_lead(struct election *e, const char *reason,
     struct election_actions *out)
 {
 	if ((e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING) ||
-	    e->term_epoch == 0 || e->now >= e->lease_deadline)
+	    e->term_epoch == 0 || e->now + election_renew_every(e) +
+	    (uint64_t)e->timeout_ms / 6 >= e->lease_deadline)
 		return;
 	e->phase = PHASE_LEADING;
 	e->epoch = e->term_epoch;
@@ -978,6 +1009,7 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 		until = election_lease_until(e, e->claim_sent);
 		if (until > e->lease_deadline)
 			e->lease_deadline = until;
+		election_note_acked(e, e->claim_sent);
 		e->term_epoch = (uint64_t)ev->zxid;
 		election_try_lead(e, "claimed", out);
 		return;
@@ -1139,6 +1171,7 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 		return;
 	}
 	before = e->claim_epoch;
+	election_note_acked(e, e->claim_read_sent);
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
 	if (e->claim_epoch != before && before != 0)
 		election_check_ahead(e, out);
@@ -1195,6 +1228,11 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	until = election_lease_until(e, e->renew_sent);
 	if (until > e->lease_deadline)
 		e->lease_deadline = until;
+	election_note_acked(e, e->renew_sent);
+	/* The next renewal T/5 after this answer: this one is its q. */
+	if (e->next_renew != 0 &&
+	    e->next_renew < e->now + (uint64_t)e->timeout_ms / 5)
+		e->next_renew = e->now + (uint64_t)e->timeout_ms / 5;
 	rtt = ev->now - e->renew_sent;
 	e->renewals++;
 	e->renewal_ms_total += rtt;
@@ -1406,6 +1444,38 @@ election_on_released(struct election *e, const struct election_event *ev,
 	election_backoff(e);
 }
 
+/*
+ * Rule 2: no renewal came back in time (the process may have been paused,
+ * or the connection is gone). Step down; a later term needs a fresh claim
+ * and so a higher epoch (rule 3).
+ */
+static void
+election_lapse(struct election *e, struct election_actions *out)
+{
+	if (e->riding_since != 0)
+		e->rides_lost++;
+	election_lose(e, ELECTION_UNKNOWN, e->riding_since != 0 ?
+	    "lease lapsed while disconnected" : "lease lapsed", out);
+	election_next_gen(e);
+	e->next_renew = 0;
+	if (e->session == SESSION_CONNECTED) {
+		e->phase = PHASE_LISTING;
+		election_push(e, out, ACT_LIST, NULL);
+	} else
+		e->phase = PHASE_IDLE;
+}
+
+/* A renewal is due at next_renew only in these states: the tick asks for
+ * no other time (or the loop would spin on a deadline it cannot meet). */
+static bool
+election_may_renew(const struct election *e)
+{
+	return e->next_renew != 0 && !e->renew_inflight &&
+	    e->session == SESSION_CONNECTED && e->node[0] != '\0' &&
+	    (e->phase == PHASE_LEADING || e->phase == PHASE_TAKEOVER ||
+	    e->phase == PHASE_CLAIMING || e->phase == PHASE_WATCHING);
+}
+
 /* A follower waiting in the queue, or resigned, that does not renew. */
 static bool
 election_polling(const struct election *e)
@@ -1423,24 +1493,7 @@ election_on_tick(struct election *e, struct election_actions *out)
 
 	if (e->phase == PHASE_LEADING) {
 		if (now >= e->lease_deadline) {
-			/*
-			 * Rule 2: no renewal came back in time (the process
-			 * may have been paused, or the connection is gone).
-			 * Step down; a later term needs a fresh claim and so
-			 * a higher epoch (rule 3).
-			 */
-			if (e->riding_since != 0)
-				e->rides_lost++;
-			election_lose(e, ELECTION_UNKNOWN,
-			    e->riding_since != 0 ?
-			    "lease lapsed while disconnected" : "lease lapsed", out);
-			election_next_gen(e);
-			e->next_renew = 0;
-			if (e->session == SESSION_CONNECTED) {
-				e->phase = PHASE_LISTING;
-				election_push(e, out, ACT_LIST, NULL);
-			} else
-				e->phase = PHASE_IDLE;
+			election_lapse(e, out);
 			return;
 		}
 		if (e->riding_since != 0 && e->session != SESSION_CONNECTED) {
@@ -1461,10 +1514,7 @@ election_on_tick(struct election *e, struct election_actions *out)
 			election_push(e, out, ACT_KICK, NULL);
 		}
 	}
-	if (e->next_renew != 0 && now >= e->next_renew && !e->renew_inflight &&
-	    e->session == SESSION_CONNECTED && e->node[0] != '\0' &&
-	    (e->phase == PHASE_LEADING || e->phase == PHASE_TAKEOVER ||
-	    e->phase == PHASE_CLAIMING || e->phase == PHASE_WATCHING)) {
+	if (now >= e->next_renew && election_may_renew(e)) {
 		e->renew_inflight = true;
 		e->renew_sent = now;
 		e->kicked = false;
@@ -1565,6 +1615,11 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		return;
 	if (ev->type == EV_CLAIM_DATA && e->claim_reads > 0)
 		e->claim_reads--;
+	/* A lease that ran out ends the term before anything else is
+	 * applied: a reply older than the deadline must not revive it. */
+	if (e->phase == PHASE_LEADING && ev->type != EV_TICK &&
+	    e->now >= e->lease_deadline)
+		election_lapse(e, out);
 	if (!election_is_current(e, ev))
 		return;		/* rule 7 */
 
@@ -1730,7 +1785,7 @@ election_next_tick(const struct election *e)
 		else if (e->renew_inflight && !e->kicked)
 			EARLIEST(e->renew_sent + sixth);
 	}
-	if (!e->renew_inflight && e->session == SESSION_CONNECTED)
+	if (election_may_renew(e))
 		EARLIEST(e->next_renew);
 	if (e->phase == PHASE_HOLDING)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);

@@ -187,6 +187,7 @@ struct election {
 	int		 timeout_ms;		/* negotiated T */
 	uint64_t	 gen;			/* rule 7 */
 	uint64_t	 sent[ELECTION_SENT_RING]; /* requests on this connection */
+	uint64_t	 acked[ELECTION_SENT_RING]; /* when answered, 0 = not known */
 	int		 nsent;
 	uint64_t	 session_born;	/* the handle that made our session opened */
 
@@ -240,6 +241,7 @@ struct election {
 	uint64_t	 term_epoch;	/* named or claimed; 0 = none yet */
 	bool		 claim_inflight;
 	uint64_t	 claim_sent;
+	uint64_t	 claim_read_sent; /* the last read of the election node */
 	uint64_t	 spent_epoch;	/* the highest epoch we have led under */
 	int		 claim_reads;	/* reads of the election node in flight */
 	bool		 claim_owed;	/* the election node's watch is not set */

@@ -1,0 +1,821 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The agents: each runs the real election state machine on its own clock
+ * (offset + rate x true time) and performs its actions as zk.c does:
+ * the same calls, the same watch contexts, the same way of turning what
+ * comes back into events, queued and applied in order by the loop. A
+ * paused agent applies nothing (its client does not run either) while
+ * time goes on.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "sim.h"
+
+#define STOP_GRACE_MS	5000	/* main.c */
+
+static void	agent_feed(struct agent *, struct election_event *);
+static void	agent_restart_cb(void *, uint64_t);
+static void	agent_clear_inbox(struct agent *);
+static void	agent_note_resign(struct agent *, uint64_t);
+
+/* --- Clocks --- */
+
+uint64_t
+agent_local_us(const struct agent *a, stime t)
+{
+	return (uint64_t)(a->offset_us + (int64_t)t +
+	    (int64_t)t * a->ppm / 1000000);
+}
+
+uint64_t
+agent_now_ms(const struct agent *a)
+{
+	return agent_local_us(a, S->now) / 1000;
+}
+
+/* The first true time at which the agent's clock reads local_us (which
+ * may be in the past; sim_at runs a past time now). */
+stime
+agent_true_at(const struct agent *a, uint64_t local_us)
+{
+	int64_t t;
+
+	if (local_us <= agent_local_us(a, 0))
+		return 0;
+	t = ((int64_t)local_us - a->offset_us) * 1000000 /
+	    (1000000 + a->ppm);
+	if (t < 0)
+		t = 0;
+	while (agent_local_us(a, (stime)t) < local_us)
+		t++;
+	while (t > 0 && agent_local_us(a, (stime)t - 1) >= local_us)
+		t--;
+	return (stime)t;
+}
+
+static void
+agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
+{
+	uint64_t x = sim_rand(), y = sim_rand();
+
+	snprintf(out, ELECTION_UUID_LEN + 1,
+	    "%08x-%04x-4%03x-%04x-%012" PRIx64, (unsigned)(x >> 32),
+	    (unsigned)(x >> 16) & 0xffff, (unsigned)x & 0xfff,
+	    (unsigned)(y >> 48 & 0x3fff) | 0x8000,
+	    (uint64_t)(y & 0xffffffffffffULL));
+}
+
+/* --- The inbox: what the ZooKeeper threads queue for the loop --- */
+
+struct inmsg *
+inmsg_new(uint64_t hid, enum election_event_type type)
+{
+	struct inmsg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		abort();
+	m->hid = hid;
+	m->type = type;
+	m->failed_op = -1;
+	return m;
+}
+
+static void
+inmsg_free(struct inmsg *m)
+{
+	int i;
+
+	for (i = 0; i < m->count; i++)
+		free(m->names[i]);
+	free(m->names);
+	free(m->name);
+	free(m->data);
+	free(m);
+}
+
+static void
+agent_run_cb(void *p, uint64_t incarnation)
+{
+	struct agent *a = p;
+	struct election_event ev;
+	struct inmsg *m;
+
+	if (incarnation != a->incarnation)
+		return;
+	a->run_scheduled = false;
+	while (a->running && !a->paused && (m = a->in_head) != NULL) {
+		a->in_head = m->next;
+		if (a->in_head == NULL)
+			a->in_tail = &a->in_head;
+		/* zk_apply(): session events of a closed handle are dropped. */
+		if (m->type == EV_SESSION && (a->h == NULL || m->hid != a->h->id)) {
+			inmsg_free(m);
+			continue;
+		}
+		if (m->type == EV_RESIGN) {
+			if (a->stopping || !a->candidate) {
+				inmsg_free(m);
+				continue;
+			}
+			agent_note_resign(a, m->hold_ms);
+		}
+		memset(&ev, 0, sizeof(ev));
+		ev.type = m->type;
+		ev.gen = m->gen;
+		ev.now = agent_now_ms(a);
+		ev.rc = m->rc;
+		ev.failed_op = m->failed_op;
+		ev.session = m->session;
+		ev.session_id = m->session_id;
+		ev.timeout_ms = m->timeout_ms;
+		ev.name = m->name;
+		ev.data = m->data;
+		ev.datalen = m->datalen;
+		ev.names = m->names;
+		ev.count = m->count;
+		ev.zxid = m->zxid;
+		ev.pzxid = m->pzxid;
+		ev.czxid = m->czxid;
+		ev.owner = m->owner;
+		ev.hold_ms = m->hold_ms;
+		ev.sent = m->sent;
+		ev.deleted = m->deleted;
+		agent_feed(a, &ev);
+		inmsg_free(m);
+	}
+}
+
+void
+agent_push(struct agent *a, struct inmsg *m)
+{
+	if (!a->running) {
+		inmsg_free(m);
+		return;
+	}
+	m->next = NULL;
+	*a->in_tail = m;
+	a->in_tail = &m->next;
+	if (!a->paused && !a->run_scheduled) {
+		a->run_scheduled = true;
+		sim_at(S->now, agent_run_cb, a, a->incarnation);
+	}
+}
+
+/* --- The driver's callbacks (zk.c) --- */
+
+static char *
+dup_data(const char *data, int len)
+{
+	char *p;
+
+	if (len < 0)
+		return NULL;
+	p = malloc((size_t)len + 1);
+	if (p == NULL)
+		abort();
+	memcpy(p, data, (size_t)len);
+	p[len] = '\0';
+	return p;
+}
+
+static struct agent *
+driver_agent(const struct handle *h)
+{
+	return &S->agents[h->agent];
+}
+
+void
+driver_session(struct handle *h, enum election_session state)
+{
+	struct inmsg *m = inmsg_new(h->id, EV_SESSION);
+
+	m->session = state;
+	if (state == SESSION_CONNECTED) {
+		m->session_id = h->session_id;
+		m->timeout_ms = h->timeout_ms;
+		m->sent = h->opened_ms;		/* zk_apply: zk->opened */
+	}
+	agent_push(driver_agent(h), m);
+}
+
+void
+driver_watch(struct handle *h, enum wctx ctx, const char *name, int wtype)
+{
+	static const enum election_event_type types[] = {
+		EV_TICK, EV_PRED_CHANGED, EV_SELF_CHANGED, EV_CLAIM_CHANGED,
+		EV_CHILDREN_CHANGED,
+	};
+	struct inmsg *m = inmsg_new(h->id, types[ctx]);
+
+	/* zk_node_watcher: the last component of the path. */
+	m->name = strdup(name[0] != '\0' ? name : "e");
+	m->deleted = wtype == WT_DELETED;
+	agent_push(driver_agent(h), m);
+}
+
+/* The first op of a failed multi that says why (zk_multi_failed_op). */
+static int
+driver_failed_op(const struct zreply *rep, int nops)
+{
+	int i;
+
+	for (i = 0; rep != NULL && i < nops; i++)
+		if (rep->results[i] != ZOK &&
+		    rep->results[i] != ZRUNTIMEINCONSISTENCY)
+			return i;
+	return -1;
+}
+
+void
+driver_complete(struct handle *h, struct creq *r, int rc,
+    const struct zreply *rep)
+{
+	struct agent *a = driver_agent(h);
+	struct inmsg *m;
+	struct agg *g;
+	int i;
+
+	switch (r->kind) {
+	case K_NONE:
+	case K_SYNC:
+	case K_CLOSE:
+		return;
+	case K_RENEW:
+		/* Three pipelined calls; the last to complete reports. */
+		g = r->agg;
+		if (rc != ZOK && g->rc == ZOK) {
+			g->rc = rc;
+			g->failed_op = r->sub;
+		}
+		if (rc == ZOK && r->sub == 1) {
+			g->owner = rep->st.owner;
+			g->czxid = rep->st.czxid;
+		}
+		if (rc == ZOK && r->sub == 2) {
+			g->has_data = rep->datalen >= 0;
+			g->datalen = rep->datalen >= 0 ? rep->datalen : 0;
+			memcpy(g->data, rep->data, (size_t)g->datalen);
+			g->mzxid = rep->st.mzxid;
+			g->pzxid = rep->st.pzxid;
+		}
+		if (--g->refs > 0)
+			return;
+		m = inmsg_new(h->id, EV_RENEWED);
+		m->gen = r->gen;
+		m->rc = g->rc;
+		m->failed_op = g->failed_op;
+		m->name = strdup(r->name);
+		m->owner = g->owner;
+		m->czxid = g->czxid;
+		m->zxid = g->mzxid;
+		m->pzxid = g->pzxid;
+		m->data = g->has_data ? dup_data(g->data, g->datalen) : NULL;
+		m->datalen = g->datalen;
+		agent_push(a, m);
+		return;
+	case K_PARENT:
+		m = inmsg_new(h->id, EV_PARENT_CREATED);
+		break;
+	case K_CREATE:
+		m = inmsg_new(h->id, EV_CREATED);
+		if (rc == ZOK) {
+			m->name = strdup(rep->path);
+			m->owner = rep->st.owner;
+			m->czxid = rep->st.czxid;
+		}
+		break;
+	case K_LIST:
+		m = inmsg_new(h->id, EV_CHILDREN);
+		if (rc == ZOK && rep->nchildren > 0) {
+			m->names = calloc((size_t)rep->nchildren, sizeof(char *));
+			if (m->names == NULL)
+				abort();
+			for (i = 0; i < rep->nchildren; i++)
+				m->names[m->count++] = strdup(rep->children[i]);
+		}
+		break;
+	case K_AHEAD:
+		m = inmsg_new(h->id, EV_AHEAD_CHECKED);
+		m->name = strdup(r->name);
+		break;
+	case K_OWNER:
+		m = inmsg_new(h->id, EV_OWNER);
+		m->name = strdup(r->name);
+		if (rc == ZOK) {
+			m->owner = rep->st.owner;
+			m->czxid = rep->st.czxid;
+		}
+		break;
+	case K_PRED_SET:
+	case K_SELF_SET:
+	case K_SUCCESSOR:
+	case K_CLAIM_DATA:
+		m = inmsg_new(h->id, r->kind == K_PRED_SET ? EV_PRED_SET :
+		    r->kind == K_SELF_SET ? EV_SELF_SET : r->kind == K_SUCCESSOR ?
+		    EV_SUCCESSOR_DATA : EV_CLAIM_DATA);
+		m->name = strdup(r->name);
+		if (rc == ZOK) {
+			m->data = dup_data(rep->data, rep->datalen);
+			m->datalen = rep->datalen >= 0 ? rep->datalen : 0;
+			m->zxid = rep->st.mzxid;
+			m->pzxid = rep->st.pzxid;
+			m->czxid = rep->st.czxid;
+		}
+		break;
+	case K_CLAIM:
+	case K_RELEASE:
+		m = inmsg_new(h->id, r->kind == K_CLAIM ? EV_CLAIMED :
+		    EV_RELEASED);
+		m->name = strdup(r->name);
+		if (rc == ZOK && r->kind == K_CLAIM)
+			m->zxid = rep->set_mzxid;
+		if (rc != ZOK) {
+			m->failed_op = driver_failed_op(rep, r->req.nops);
+			if (m->failed_op >= 0)
+				rc = rep->results[m->failed_op];
+		}
+		break;
+	default:
+		abort();
+	}
+	m->gen = r->gen;
+	m->rc = rc;
+	agent_push(a, m);
+}
+
+/* --- Performing actions (zk_perform) --- */
+
+static struct creq *
+driver_req(struct agent *a, enum kind kind, enum zop type, const char *name)
+{
+	struct creq *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		abort();
+	r->kind = kind;
+	r->gen = a->e.gen;
+	snprintf(r->name, sizeof(r->name), "%s", name != NULL ? name : "");
+	r->req.kind = kind;
+	r->req.type = type;
+	r->req.nops = 1;
+	r->req.op[0].type = type;
+	snprintf(r->req.op[0].name, sizeof(r->req.op[0].name), "%s",
+	    name != NULL ? name : "");
+	return r;
+}
+
+static void
+driver_op(struct zop_one *op, enum zop type, const char *name,
+    const char *data, int datalen)
+{
+	op->type = type;
+	snprintf(op->name, sizeof(op->name), "%s", name);
+	if (datalen > (int)sizeof(op->data))
+		abort();
+	if (datalen > 0)
+		memcpy(op->data, data, (size_t)datalen);
+	op->datalen = datalen;
+}
+
+static void notified_cb(void *p, uint64_t incarnation);
+
+static void
+agent_exit(struct agent *a)
+{
+	sim_trace("%s: exits", a->id);
+	a->running = false;
+	client_close(a->h, true);
+	agent_clear_inbox(a);
+	a->paused = false;
+	a->stopping = false;
+	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER)
+		a->lead_end = S->now;
+	fault_heal_at(S->now + a->restart_after);
+	sim_at(S->now + a->restart_after, agent_restart_cb, a, a->incarnation);
+}
+
+static void
+driver_perform(struct agent *a, const struct election_action *x)
+{
+	struct handle *h = a->h;
+	char path[ELECTION_NAME_MAX];
+	struct creq *r, *r2;
+	struct agg *g;
+	int i, n;
+
+	switch (x->type) {
+	case ACT_CREATE_PARENT:
+		r = driver_req(a, K_PARENT, ZOP_CREATE_PARENT, "");
+		client_submit(h, r);
+		break;
+	case ACT_CREATE:
+		r = driver_req(a, K_CREATE, ZOP_CREATE, NULL);
+		snprintf(path, sizeof(path), "_c_%s-latch-", a->e.uuid);
+		driver_op(&r->req.op[0], ZOP_CREATE, path, x->data, x->datalen);
+		client_submit(h, r);
+		break;
+	case ACT_LIST:
+	case ACT_WATCH_CHILDREN:
+		if (x->type == ACT_LIST && x->sync)
+			client_submit(h, driver_req(a, K_SYNC, ZOP_SYNC, ""));
+		r = driver_req(a, K_LIST, ZOP_CHILDREN, "");
+		if (x->type == ACT_WATCH_CHILDREN) {
+			r->req.watch = true;
+			r->wctx = W_CHILD;
+			r->child_watch = true;
+		}
+		client_submit(h, r);
+		break;
+	case ACT_WATCH_PRED:
+	case ACT_WATCH_SELF:
+		r = driver_req(a, x->type == ACT_WATCH_PRED ? K_PRED_SET :
+		    K_SELF_SET, ZOP_GET, x->name);
+		r->req.watch = true;
+		r->wctx = x->type == ACT_WATCH_PRED ? W_PRED : W_SELF;
+		client_submit(h, r);
+		break;
+	case ACT_GET_OWNER:
+		client_submit(h, driver_req(a, K_OWNER, ZOP_EXISTS, x->name));
+		break;
+	case ACT_CLAIM:
+		r = driver_req(a, K_CLAIM, ZOP_MULTI, x->name);
+		r->req.nops = 2;
+		driver_op(&r->req.op[0], ZOP_CHECK, x->name, NULL, 0);
+		driver_op(&r->req.op[1], ZOP_SET, "", x->data, x->datalen);
+		client_submit(h, r);
+		break;
+	case ACT_RELEASE:
+		r = driver_req(a, K_RELEASE, ZOP_MULTI, x->name);
+		n = 0;
+		if (x->successor[0] != '\0')
+			driver_op(&r->req.op[n++], ZOP_CHECK, x->successor, NULL,
+			    0);
+		driver_op(&r->req.op[n++], ZOP_DELETE, x->name, NULL, 0);
+		if (x->write_claim)
+			driver_op(&r->req.op[n++], ZOP_SET, "", x->data,
+			    x->datalen);
+		r->req.nops = n;
+		client_submit(h, r);
+		break;
+	case ACT_RENEW:
+		/* zk_renew: sync, exists own node, get the election node. */
+		g = calloc(1, sizeof(*g));
+		if (g == NULL)
+			abort();
+		g->refs = 3;
+		g->failed_op = -1;
+		for (i = 0; i < 3; i++) {
+			r2 = driver_req(a, K_RENEW, i == 0 ? ZOP_SYNC : i == 1 ?
+			    ZOP_EXISTS : ZOP_GET, i == 1 ? x->name : "");
+			snprintf(r2->name, sizeof(r2->name), "%s", x->name);
+			r2->agg = g;
+			r2->sub = i;
+			r2->req.sub = i;
+			client_submit(h, r2);
+		}
+		break;
+	case ACT_WATCH_CLAIM:
+		r = driver_req(a, K_CLAIM_DATA, ZOP_GET, "");
+		r->req.watch = true;
+		r->wctx = W_CLAIM;
+		client_submit(h, r);
+		break;
+	case ACT_READ_CLAIM:
+		client_submit(h, driver_req(a, K_CLAIM_DATA, ZOP_GET, ""));
+		break;
+	case ACT_CHECK_AHEAD:
+		client_submit(h, driver_req(a, K_AHEAD, ZOP_EXISTS, x->name));
+		break;
+	case ACT_READ_SUCCESSOR:
+		client_submit(h, driver_req(a, K_SUCCESSOR, ZOP_GET, x->name));
+		break;
+	case ACT_KICK:
+		sim_trace("%s: kicks its connection", a->id);
+		client_kick(h);
+		break;
+	case ACT_NEW_SESSION:
+		client_close(h, true);
+		a->h = client_open(a->idx);
+		break;
+	case ACT_NOTIFY:
+		if (x->wait) {
+			stime d = a->next_hook_us != 0 ? a->next_hook_us : a->hook_us;
+
+			a->next_hook_us = 0;
+			a->telling = true;
+			sim_at(S->now + d, notified_cb, a, a->incarnation);
+		}
+		break;
+	case ACT_EXIT:
+		agent_exit(a);
+		break;
+	}
+}
+
+static void
+notified_cb(void *p, uint64_t incarnation)
+{
+	struct agent *a = p;
+
+	if (incarnation != a->incarnation || !a->running)
+		return;
+	a->telling = false;
+	agent_push(a, inmsg_new(0, EV_NOTIFIED));
+}
+
+/* --- Steps and ticks --- */
+
+static const char *
+event_name(enum election_event_type t)
+{
+	static const char *const names[] = {
+		"session", "parent_created", "created", "children", "pred_set",
+		"pred_changed", "owner", "claimed", "renewed", "claim_data",
+		"claim_changed", "successor_data", "released",
+		"children_changed", "self_set", "self_changed", "tick", "resign",
+		"stop", "notified",
+	};
+	return names[t];
+}
+
+static void agent_tick_cb(void *p, uint64_t ver);
+
+static void
+agent_schedule_tick(struct agent *a)
+{
+	uint64_t t = election_next_tick(&a->e);
+
+	a->tick_ver++;
+	if (t == 0 || !a->running)
+		return;
+	/* The loop's timer fires a little after its deadline. */
+	sim_at(agent_true_at(a, t * 1000) + sim_below(300), agent_tick_cb, a,
+	    a->tick_ver);
+}
+
+static void
+agent_trace_step(const struct agent *a, const struct election_event *ev,
+    const struct election *before, const struct election_actions *out)
+{
+	char acts[1024];
+	int i, off = 0;
+
+	acts[0] = '\0';
+	for (i = 0; i < out->n; i++) {
+		const struct election_action *x = &out->a[i];
+
+		off += snprintf(acts + off, sizeof(acts) - (size_t)off, " %s%s%s",
+		    election_action_name(x->type), x->name[0] ? ":" : "",
+		    x->name);
+		if (x->type == ACT_NOTIFY)
+			off += snprintf(acts + off, sizeof(acts) - (size_t)off,
+			    "(%s->%s %s%s)", election_role_name(x->from),
+			    election_role_name(x->to), x->reason,
+			    x->wait ? ", wait" : "");
+		if ((size_t)off >= sizeof(acts))
+			break;
+	}
+	sim_trace("%s: %s%s%s rc=%d gen=%" PRIu64 " | %s/%s -> %s/%s lease %"
+	    PRIu64 " (now %" PRIu64 ") |%s", a->id, event_name(ev->type),
+	    ev->name != NULL ? " " : "", ev->name != NULL ? ev->name : "",
+	    ev->rc, ev->gen, election_phase_name(before->phase),
+	    election_role_name(before->role), election_phase_name(a->e.phase),
+	    election_role_name(a->e.role), a->e.lease_deadline, ev->now, acts);
+}
+
+static void
+agent_feed(struct agent *a, struct election_event *ev)
+{
+	struct election_actions out;
+	struct election before;
+	uint64_t incarnation = a->incarnation;
+	int i;
+
+	memset(&out, 0, sizeof(out));
+	memcpy(&before, &a->e, sizeof(before));
+	election_step(&a->e, ev, &out);
+	S->st.steps++;
+	if (S->verbose)
+		agent_trace_step(a, ev, &before, &out);
+	check_step(a, &before, &out);
+	for (i = 0; i < out.n && a->running && a->incarnation == incarnation; i++)
+		driver_perform(a, &out.a[i]);
+	if (a->running)
+		agent_schedule_tick(a);
+}
+
+static void
+agent_tick_cb(void *p, uint64_t ver)
+{
+	struct agent *a = p;
+	struct election_event ev;
+	uint64_t now;
+
+	if (ver != a->tick_ver || !a->running)
+		return;
+	if (a->paused) {
+		a->tick_due = true;
+		return;
+	}
+	now = agent_now_ms(a);
+	if (now == a->last_tick_ms) {
+		if (++a->ticks_same_ms > 1000) {
+			sim_fail("%s: busy loop of ticks at %" PRIu64 " ms", a->id,
+			    now);
+			return;
+		}
+	} else {
+		a->last_tick_ms = now;
+		a->ticks_same_ms = 0;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_TICK;
+	ev.now = now;
+	agent_feed(a, &ev);
+}
+
+/* --- Life cycle and faults on agents --- */
+
+void
+agent_start(struct agent *a)
+{
+	agent_clear_inbox(a);
+	a->running = true;
+	a->paused = false;
+	a->stopping = false;
+	a->incarnation++;
+	a->run_scheduled = false;
+	a->telling = false;
+	a->hold_until = 0;
+	a->resigned_at = 0;
+	a->end_lapsed = false;
+	a->expired_at = 0;
+	election_init(&a->e, a->id, NULL, a->candidate);
+	if (S->legacy) {
+		a->e.renew_div = 3;
+		a->e.lease_naive = true;
+	}
+	a->e.uuid_gen = agent_uuid;
+	a->e.uuid_arg = a;
+	sim_trace("%s: starts (incarnation %" PRIu64 ")", a->id,
+	    a->incarnation);
+	a->h = client_open(a->idx);
+}
+
+static void
+agent_restart_cb(void *p, uint64_t incarnation)
+{
+	struct agent *a = p;
+
+	if (a->running || incarnation != a->incarnation)
+		return;
+	election_free(&a->e);
+	agent_start(a);
+}
+
+static void
+agent_clear_inbox(struct agent *a)
+{
+	struct inmsg *m;
+
+	while ((m = a->in_head) != NULL) {
+		a->in_head = m->next;
+		inmsg_free(m);
+	}
+	a->in_tail = &a->in_head;
+}
+
+static void
+agent_resume_cb(void *p, uint64_t incarnation)
+{
+	struct agent *a = p;
+	struct election_event ev;
+	struct conn *c;
+
+	if (incarnation != a->incarnation || !a->running || !a->paused)
+		return;
+	a->paused = false;
+	a->resumed_at = S->now;
+	sim_trace("%s: resumed", a->id);
+	/* The IO thread reads what arrived, then looks at its timeouts;
+	 * the loop runs its timer and its queue in either order. */
+	for (c = S->conns; c != NULL; c = c->all_next)
+		if (c->agent == a->idx && c->client_open)
+			chan_release(&c->s2c, true);
+	if (a->h != NULL)
+		client_check(a->h);
+	if (sim_chance(50)) {
+		a->tick_due = false;
+		memset(&ev, 0, sizeof(ev));
+		ev.type = EV_TICK;
+		ev.now = agent_now_ms(a);
+		agent_feed(a, &ev);
+	}
+	if (a->in_head != NULL && !a->run_scheduled) {
+		a->run_scheduled = true;
+		sim_at(S->now, agent_run_cb, a, a->incarnation);
+	}
+	a->tick_due = false;
+	if (a->running)
+		agent_schedule_tick(a);
+}
+
+void
+agent_pause(struct agent *a, stime duration)
+{
+	if (!a->running || a->paused)
+		return;
+	a->paused = true;
+	sim_trace("%s: PAUSED for %" PRIu64 " ms", a->id, duration / 1000);
+	sim_at(S->now + duration, agent_resume_cb, a, a->incarnation);
+}
+
+void
+agent_crash(struct agent *a, stime restart_after)
+{
+	if (!a->running)
+		return;
+	sim_trace("%s: CRASHES (restart in %" PRIu64 " ms)", a->id,
+	    restart_after / 1000);
+	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER)
+		a->lead_end = S->now;
+	client_close(a->h, false);
+	a->running = false;
+	a->paused = false;
+	a->stopping = false;
+	agent_clear_inbox(a);
+	fault_heal_at(S->now + restart_after);
+	sim_at(S->now + restart_after, agent_restart_cb, a, a->incarnation);
+}
+
+static void
+agent_grace_cb(void *p, uint64_t incarnation)
+{
+	struct agent *a = p;
+
+	if (incarnation != a->incarnation || !a->running || !a->stopping)
+		return;
+	sim_trace("%s: the stop grace is over", a->id);
+	agent_exit(a);
+}
+
+void
+agent_stop(struct agent *a, stime restart_after)
+{
+	struct election_event ev;
+	uint64_t grace_ms;
+
+	if (!a->running || a->paused || a->stopping)
+		return;
+	sim_trace("%s: STOP (restart %" PRIu64 " ms after it exits)", a->id,
+	    restart_after / 1000);
+	a->stopping = true;
+	a->restart_after = restart_after;
+	grace_ms = STOP_GRACE_MS + (uint64_t)S->T_ms + 2000;
+	sim_at(agent_true_at(a, (agent_now_ms(a) + grace_ms) * 1000),
+	    agent_grace_cb, a, a->incarnation);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_STOP;
+	ev.now = agent_now_ms(a);
+	agent_feed(a, &ev);
+}
+
+/* What the API's resign does; the checks and the fault plan take note. */
+static void
+agent_note_resign(struct agent *a, uint64_t hold_ms)
+{
+	uint64_t now = agent_now_ms(a);
+
+	sim_trace("%s: RESIGN, hold %" PRIu64 " ms", a->id, hold_ms);
+	if (now + hold_ms > a->hold_until)
+		a->hold_until = now + hold_ms;
+	a->resigned_at = S->now;
+	fault_note_resign(a, hold_ms);
+}
+
+void
+agent_resign(struct agent *a, uint64_t hold_ms)
+{
+	struct election_event ev;
+
+	if (!a->running || a->paused || a->stopping || !a->candidate)
+		return;
+	agent_note_resign(a, hold_ms);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_RESIGN;
+	ev.now = agent_now_ms(a);
+	ev.hold_ms = hold_ms;
+	agent_feed(a, &ev);
+}
+
+void
+agent_free(struct agent *a)
+{
+	agent_clear_inbox(a);
+	election_free(&a->e);
+}

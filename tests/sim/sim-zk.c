@@ -1,0 +1,1370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A model of a ZooKeeper ensemble, faithful where the election depends on
+ * it (apache/zookeeper, 3.8):
+ * - server 0 leads; writes go to it, get a zxid from one counter and are
+ *   applied on each server after a replication (and apply) delay, in order;
+ *   a lagging follower answers reads from an older state; a sync makes a
+ *   server catch up to what the leader had committed when it processed it;
+ *   failed writes are error transactions with zxids of their own;
+ * - only the leader expires sessions (SessionTrackerImpl, ExpiryQueue): a
+ *   touch sets expiry = roundUp(leader's now + T) and the leader checks at
+ *   tick boundaries; a follower records touches in a table and reports them
+ *   when the leader pings it every tickTime/2 (LearnerSessionTracker,
+ *   Learner.ping); forwarded requests do not touch at the leader; a
+ *   reconnect revalidates at the leader (a direct touch, and the session's
+ *   owner moves: a write from another server fails with ZSESSIONMOVED);
+ *   expiry is a closeSession transaction that deletes the ephemerals;
+ * - a server refuses a client that has seen a zxid it has not applied;
+ * - watches are per connection and one-shot; SetWatches re-arms them after
+ *   a reconnect, firing at once for what changed after the client's zxid;
+ * - a follower that hears nothing from the leader for syncLimit ticks stops
+ *   serving (closes its clients) until it has rejoined and resynced.
+ * The tree is the election node and its children: all the agents use.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "sim.h"
+
+#define W_DATA	0
+#define W_CHILD	1
+#define W_EXIST	2
+
+static void	zk_pump(struct conn *);
+static void	zk_apply_run(int);
+static void	zk_apply_txn(int, struct txn *);
+
+static bool
+zk_is_leader(int s)
+{
+	return s == 0;
+}
+
+static bool
+zk_serving(int s)
+{
+	return s == 0 || S->servers[s].serving;
+}
+
+static stime
+zk_round_up(stime t)
+{
+	return (t / S->tick + 1) * S->tick;
+}
+
+const struct ztree *
+zk_truth(void)
+{
+	return &S->servers[0].tree;
+}
+
+struct txn *
+zk_txn(int64_t zxid)
+{
+	int64_t i = zxid - SIM_ZXID_BASE - 1;
+
+	if (i < 0 || i >= S->nlog)
+		return NULL;
+	return &S->log[i];
+}
+
+/* --- The tree --- */
+
+static int
+tree_find(const struct ztree *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->child[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* The contender that sorts first (by its sequence suffix), or -1. */
+static int
+tree_lowest(const struct ztree *t)
+{
+	int64_t seq, best = -1;
+	int i, at = -1;
+
+	for (i = 0; i < t->n; i++) {
+		seq = election_node_seq(t->child[i].name);
+		if (seq >= 0 && (best < 0 || seq < best)) {
+			best = seq;
+			at = i;
+		}
+	}
+	return at;
+}
+
+static void
+tree_stat(const struct ztree *t, const char *name, struct zstat *st)
+{
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	if (name[0] == '\0') {
+		st->czxid = t->czxid;
+		st->mzxid = t->mzxid;
+		st->pzxid = t->pzxid;
+		return;
+	}
+	i = tree_find(t, name);
+	st->czxid = t->child[i].czxid;
+	st->mzxid = t->child[i].mzxid;
+	st->pzxid = t->child[i].czxid;
+	st->owner = t->child[i].owner;
+}
+
+static bool
+tree_exists(const struct ztree *t, const char *name)
+{
+	return name[0] == '\0' ? t->exists : t->exists && tree_find(t, name) >= 0;
+}
+
+/* One operation of a transaction on tree t at zxid; op->name of a create
+ * becomes the name made. Returns the ZooKeeper code. */
+static int
+tree_do(struct ztree *t, struct top *op, int64_t zxid, int64_t session)
+{
+	int i;
+
+	switch (op->type) {
+	case ZOP_CREATE_PARENT:
+		if (t->exists)
+			return ZNODEEXISTS;
+		memset(t, 0, sizeof(*t));
+		t->exists = true;
+		t->datalen = -1;
+		t->czxid = t->mzxid = t->pzxid = zxid;
+		return ZOK;
+	case ZOP_CREATE:
+		if (!t->exists)
+			return ZNONODE;
+		if (op->owner == 0) {
+			/* Prepared here: EPHEMERAL_SEQUENTIAL takes its suffix
+			 * from the parent's cversion (PrepRequestProcessor). */
+			size_t len = strlen(op->name);
+
+			snprintf(op->name + len, sizeof(op->name) - len, "%010d",
+			    t->cversion);
+			op->owner = session;
+		}
+		if (tree_find(t, op->name) >= 0)
+			return ZNODEEXISTS;
+		if (t->n == SIM_CHILDREN_MAX) {
+			sim_fail("more than %d children: a create loop?",
+			    SIM_CHILDREN_MAX);
+			return ZNONODE;
+		}
+		i = t->n++;
+		memset(&t->child[i], 0, sizeof(t->child[i]));
+		snprintf(t->child[i].name, sizeof(t->child[i].name), "%s",
+		    op->name);
+		memcpy(t->child[i].data, op->data, (size_t)op->datalen);
+		t->child[i].datalen = op->datalen;
+		t->child[i].czxid = t->child[i].mzxid = zxid;
+		t->child[i].owner = op->owner;
+		t->cversion++;
+		t->pzxid = zxid;
+		return ZOK;
+	case ZOP_DELETE:
+		if (!t->exists || (i = tree_find(t, op->name)) < 0)
+			return ZNONODE;
+		t->child[i] = t->child[--t->n];
+		t->cversion++;
+		t->pzxid = zxid;
+		return ZOK;
+	case ZOP_SET:
+		if (!t->exists)
+			return ZNONODE;
+		memcpy(t->data, op->data, (size_t)op->datalen);
+		t->datalen = op->datalen;
+		t->mzxid = zxid;
+		return ZOK;
+	case ZOP_CHECK:
+		return tree_exists(t, op->name) ? ZOK : ZNONODE;
+	default:
+		abort();
+	}
+}
+
+/* --- Server-side watches --- */
+
+static void
+zk_watch_add(struct server *s, struct conn *c, const char *name, int kind)
+{
+	struct swatch *w;
+	int i;
+
+	for (i = 0; i < s->nwatches; i++)
+		if (s->watches[i].conn == c && s->watches[i].kind == kind &&
+		    strcmp(s->watches[i].name, name) == 0)
+			return;
+	if (s->nwatches == s->capwatches) {
+		s->capwatches = s->capwatches == 0 ? 16 : s->capwatches * 2;
+		s->watches = realloc(s->watches,
+		    (size_t)s->capwatches * sizeof(*s->watches));
+		if (s->watches == NULL)
+			abort();
+	}
+	w = &s->watches[s->nwatches++];
+	w->conn = c;
+	w->kind = kind;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+}
+
+static void
+zk_notify(struct conn *c, const char *name, int wtype)
+{
+	struct msg *m;
+
+	if (c->server_closed)
+		return;
+	m = msg_new(M_WATCH);
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->wtype = wtype;
+	chan_send(&c->s2c, m);
+}
+
+/* Fires (and removes) the watches on name whose kind is in mask. */
+static void
+zk_fire(struct server *s, const char *name, unsigned mask, int wtype)
+{
+	int i = 0;
+	struct conn *c;
+
+	while (i < s->nwatches) {
+		if ((mask & (1u << s->watches[i].kind)) == 0 ||
+		    strcmp(s->watches[i].name, name) != 0) {
+			i++;
+			continue;
+		}
+		c = s->watches[i].conn;
+		s->watches[i] = s->watches[--s->nwatches];
+		zk_notify(c, name, wtype);
+	}
+}
+
+static void
+zk_unwatch_conn(struct server *s, const struct conn *c)
+{
+	int i = 0;
+
+	while (i < s->nwatches)
+		if (s->watches[i].conn == c)
+			s->watches[i] = s->watches[--s->nwatches];
+		else
+			i++;
+}
+
+/* --- Connections, server side --- */
+
+struct conn *
+conn_new(struct handle *h, int server)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		abort();
+	c->id = ++S->next_conn;
+	c->h = h;
+	c->agent = h->agent;
+	c->server = server;
+	c->client_open = true;
+	c->q_tail = &c->q_head;
+	chan_init(&c->c2s, CH_C2S, c, server);
+	chan_init(&c->s2c, CH_S2C, c, server);
+	c->all_next = S->conns;
+	S->conns = c;
+	return c;
+}
+
+static void
+zk_sreq_free_all(struct conn *c)
+{
+	struct sreq *r;
+	int i;
+
+	while ((r = c->q_head) != NULL) {
+		c->q_head = r->next;
+		for (i = 0; i < r->rep.nchildren; i++)
+			free(r->rep.children[i]);
+		free(r->rep.children);
+		free(r);
+	}
+	c->q_tail = &c->q_head;
+}
+
+void
+zk_server_close_conn(struct conn *c, bool eof)
+{
+	if (c->server_closed)
+		return;
+	c->server_closed = true;
+	c->server_open = false;
+	c->established = false;
+	zk_unwatch_conn(&S->servers[c->server], c);
+	zk_sreq_free_all(c);
+	if (eof)
+		chan_send(&c->s2c, msg_new(M_EOF));
+}
+
+static void
+zk_connected(struct conn *c, int64_t session, bool valid, int timeout_ms)
+{
+	struct msg *m;
+
+	if (c->server_closed)
+		return;
+	m = msg_new(M_CONNECTED);
+	m->session = valid ? session : 0;
+	m->timeout_ms = valid ? timeout_ms : 0;
+	chan_send(&c->s2c, m);
+	if (!valid) {
+		zk_server_close_conn(c, true);
+		return;
+	}
+	c->established = true;
+	c->session = session;
+	sim_trace("zk s%d: session 0x%llx of a%d connected (conn %llu)",
+	    c->server, (unsigned long long)session, c->agent,
+	    (unsigned long long)c->id);
+}
+
+/* --- The leader: sessions and transactions --- */
+
+static struct zsession *
+zk_session(int64_t id)
+{
+	int i;
+
+	for (i = 0; i < S->nsessions; i++)
+		if (S->sessions[i].id == id)
+			return &S->sessions[i];
+	return NULL;
+}
+
+static void
+zk_touch_at_leader(int64_t id)
+{
+	struct zsession *z = zk_session(id);
+
+	if (z != NULL && !z->closing)
+		z->expiry = zk_round_up(S->now + (stime)z->timeout_ms * 1000);
+}
+
+static bool
+zk_revalidate(int64_t id, int origin)
+{
+	struct zsession *z = zk_session(id);
+
+	if (z == NULL || z->closing)
+		return false;
+	zk_touch_at_leader(id);
+	z->owner = origin;
+	return true;
+}
+
+static void
+zk_leader_commit_cb(void *p, uint64_t zxid)
+{
+	struct txn *t = zk_txn((int64_t)zxid);
+	struct syncw *w;
+	struct msg *m;
+	int f;
+
+	/* The leader applies at commit, then tells the followers. */
+	S->committed = t->zxid;
+	zk_apply_txn(0, t);
+	for (f = 1; f < S->nservers; f++) {
+		if (!S->servers[f].in_quorum)
+			continue;
+		m = msg_new(M_COMMIT);
+		m->incarnation = S->servers[f].incarnation;
+		m->zxid = t->zxid;
+		chan_send(&S->servers[f].l2f, m);
+	}
+	while ((w = t->syncs) != NULL) {
+		t->syncs = w->next;
+		if (w->server == 0) {
+			struct sreq *r;
+
+			for (r = w->conn->q_head; r != NULL; r = r->next)
+				if (r->id == w->req_id)
+					r->done = true;
+			zk_pump(w->conn);
+		} else if (S->servers[w->server].in_quorum) {
+			m = msg_new(M_SYNCED);
+			m->incarnation = S->servers[w->server].incarnation;
+			m->conn = w->conn;
+			m->req_id = w->req_id;
+			chan_send(&S->servers[w->server].l2f, m);
+		}
+		free(w);
+	}
+}
+
+static struct txn *
+zk_txn_new(enum txn_type type, int origin, struct conn *c, uint64_t req_id,
+    int64_t session)
+{
+	struct txn *t;
+	stime at;
+
+	if (S->nlog == S->caplog) {
+		S->caplog = S->caplog == 0 ? 256 : S->caplog * 2;
+		S->log = realloc(S->log, (size_t)S->caplog * sizeof(*S->log));
+		if (S->log == NULL)
+			abort();
+	}
+	t = &S->log[S->nlog];
+	memset(t, 0, sizeof(*t));
+	t->zxid = zxid_of(S->nlog);
+	S->nlog++;
+	t->type = type;
+	t->origin = origin;
+	t->conn = c;
+	t->req_id = req_id;
+	t->session = session;
+	t->writer = c != NULL ? c->agent : -1;
+	t->prepped_at = S->now;
+	t->rep.zxid = t->zxid;
+	/* Committed once a quorum acknowledged the proposal, in order. */
+	at = S->now + sim_range(100, 1500);
+	if (at < S->last_commit_at)
+		at = S->last_commit_at;
+	S->last_commit_at = at;
+	t->commit_at = at;
+	S->st.txns++;
+	sim_at(at, zk_leader_commit_cb, NULL, (uint64_t)t->zxid);
+	return t;
+}
+
+static void
+zk_new_session(int origin, struct conn *c, int timeout_ms)
+{
+	struct zsession *z;
+	struct txn *t;
+
+	if (S->nsessions == S->capsessions) {
+		S->capsessions = S->capsessions == 0 ? 16 : S->capsessions * 2;
+		S->sessions = realloc(S->sessions,
+		    (size_t)S->capsessions * sizeof(*S->sessions));
+		if (S->sessions == NULL)
+			abort();
+	}
+	z = &S->sessions[S->nsessions++];
+	memset(z, 0, sizeof(*z));
+	z->id = S->next_session++;
+	z->timeout_ms = timeout_ms;
+	z->expiry = zk_round_up(S->now + (stime)timeout_ms * 1000);
+	z->owner = origin;
+	z->agent = c->agent;
+	t = zk_txn_new(TXN_NEWSESSION, origin, c, 0, z->id);
+	t->rep.st.owner = z->id;
+	t->rep.datalen = timeout_ms;
+	sim_trace("zk: new session 0x%llx for a%d via s%d (zxid 0x%llx)",
+	    (unsigned long long)z->id, c->agent, origin,
+	    (unsigned long long)t->zxid);
+}
+
+/* closeSession: by the client, or expiry (c == NULL). */
+static void
+zk_close_session(struct zsession *z, int origin, struct conn *c,
+    uint64_t req_id)
+{
+	struct txn *t;
+	int i, j;
+
+	z->closing = true;
+	t = zk_txn_new(TXN_CLOSESESSION, origin, c, req_id, z->id);
+	t->writer = z->agent;
+	t->ops = calloc((size_t)S->prep.n + 1, sizeof(*t->ops));
+	if (t->ops == NULL)
+		abort();
+	for (i = 0; i < S->prep.n; i++)
+		if (S->prep.child[i].owner == z->id) {
+			t->ops[t->nops].type = ZOP_DELETE;
+			snprintf(t->ops[t->nops].name, sizeof(t->ops[0].name),
+			    "%s", S->prep.child[i].name);
+			t->nops++;
+		}
+	for (j = 0; j < t->nops; j++)
+		(void)tree_do(&S->prep, &t->ops[j], t->zxid, 0);
+	sim_trace("zk: %s session 0x%llx of a%d (zxid 0x%llx, %d node%s)",
+	    c == NULL ? "EXPIRED" : "closed", (unsigned long long)z->id,
+	    z->agent, (unsigned long long)t->zxid, t->nops,
+	    t->nops == 1 ? "" : "s");
+}
+
+/* The session is alive at the leader and owns a contender node. */
+bool
+zk_session_holds_node(int64_t session)
+{
+	struct zsession *z = zk_session(session);
+	int i;
+
+	if (z == NULL || z->closing)
+		return false;
+	for (i = 0; i < S->prep.n; i++)
+		if (S->prep.child[i].owner == session)
+			return true;
+	return false;
+}
+
+static void
+zk_expiry_cb(void *p, uint64_t a)
+{
+	struct agent *ag;
+	int i;
+
+	for (i = 0; i < S->nsessions; i++)
+		if (!S->sessions[i].closing && S->sessions[i].expiry <= S->now) {
+			ag = &S->agents[S->sessions[i].agent];
+			if (ag->h != NULL && ag->h->session_id == S->sessions[i].id)
+				ag->expired_at = S->now;
+			zk_close_session(&S->sessions[i], -1, NULL, 0);
+		}
+	sim_at(S->now + S->tick, zk_expiry_cb, NULL, 0);
+}
+
+static const char *
+zop_name(enum zop t)
+{
+	static const char *const names[] = {
+		"ping", "setwatches", "sync", "exists", "get", "children",
+		"create-parent", "create", "delete", "set", "check", "multi",
+		"close",
+	};
+	return names[t];
+}
+
+/* PrepRequestProcessor: checks the session, runs the ops on the leader's
+ * outstanding view, and makes a transaction (an error one if they fail). */
+static void
+zk_prep(int origin, struct conn *c, uint64_t req_id, int64_t session,
+    const struct zreq *r)
+{
+	struct zsession *z = zk_session(session);
+	struct ztree *scratch;
+	struct txn *t;
+	int i, rc = ZOK, failed = -1, lowest;
+
+	if (r->type == ZOP_CLOSE) {
+		if (z != NULL && !z->closing)
+			zk_close_session(z, origin, c, req_id);
+		else
+			(void)zk_txn_new(TXN_OP, origin, c, req_id, session);
+		return;
+	}
+	t = zk_txn_new(TXN_OP, origin, c, req_id, session);
+	t->nops = r->type == ZOP_MULTI ? r->nops : 1;
+	t->ops = calloc((size_t)t->nops, sizeof(*t->ops));
+	if (t->ops == NULL)
+		abort();
+	for (i = 0; i < t->nops; i++) {
+		t->ops[i].type = r->op[i].type;
+		snprintf(t->ops[i].name, sizeof(t->ops[i].name), "%s",
+		    r->op[i].name);
+		memcpy(t->ops[i].data, r->op[i].data, (size_t)r->op[i].datalen);
+		t->ops[i].datalen = r->op[i].datalen;
+	}
+	if (z == NULL || z->closing)
+		rc = ZSESSIONEXPIRED;
+	else if (z->owner != origin)
+		rc = ZSESSIONMOVED;
+	if (rc != ZOK) {
+		t->rc = t->rep.rc = rc;
+		sim_trace("zk: %s by a%d fails: %s (zxid 0x%llx)",
+		    zop_name(r->type), c->agent, zerror(rc),
+		    (unsigned long long)t->zxid);
+		return;
+	}
+	scratch = malloc(sizeof(*scratch));
+	if (scratch == NULL)
+		abort();
+	*scratch = S->prep;
+	for (i = 0; i < t->nops; i++) {
+		if (failed >= 0) {
+			t->ops[i].rc = ZRUNTIMEINCONSISTENCY;
+			continue;
+		}
+		if (t->ops[i].type == ZOP_CREATE)
+			check_create(t, session);
+		t->ops[i].rc = tree_do(scratch, &t->ops[i], t->zxid, session);
+		if (t->ops[i].rc != ZOK) {
+			failed = i;
+			rc = t->ops[i].rc;
+			/* Ops before the failed one read ZOK (DataTree). */
+		}
+	}
+	t->rc = t->rep.rc = rc;
+	if (rc == ZOK) {
+		/* Who does this write name as leader, and is that one the
+		 * lowest (rule 3)? A claim: check own node, set. A release
+		 * that names: check successor, delete own, set. */
+		if (r->type == ZOP_MULTI && t->nops == 2 &&
+		    t->ops[0].type == ZOP_CHECK && t->ops[1].type == ZOP_SET) {
+			t->is_claim = true;
+			snprintf(t->named_node, sizeof(t->named_node), "%s",
+			    t->ops[0].name);
+		} else if (r->type == ZOP_MULTI && t->nops == 3 &&
+		    t->ops[0].type == ZOP_CHECK && t->ops[2].type == ZOP_SET) {
+			t->is_release = true;
+			snprintf(t->named_node, sizeof(t->named_node), "%s",
+			    t->ops[0].name);
+		}
+		if (t->is_claim || t->is_release) {
+			lowest = tree_lowest(scratch);
+			t->lowest = lowest >= 0 && strcmp(
+			    scratch->child[lowest].name, t->named_node) == 0;
+		}
+		S->prep = *scratch;
+	}
+	free(scratch);
+	/* The reply, made now, sent when the origin server applies it. */
+	for (i = 0; i < t->nops && r->type == ZOP_MULTI; i++) {
+		t->rep.results[i] = t->ops[i].rc;
+		if (t->ops[i].type == ZOP_SET && t->ops[i].rc == ZOK)
+			t->rep.set_mzxid = t->zxid;
+	}
+	if (r->type == ZOP_CREATE && rc == ZOK) {
+		snprintf(t->rep.path, sizeof(t->rep.path), "/e/%s",
+		    t->ops[0].name);
+		t->rep.st.czxid = t->rep.st.mzxid = t->rep.st.pzxid = t->zxid;
+		t->rep.st.owner = session;
+	}
+	if (S->verbose) {
+		char what[400];
+		int off = 0;
+
+		for (i = 0; i < t->nops; i++)
+			off += snprintf(what + off, sizeof(what) - (size_t)off,
+			    "%s%s %s%s%.*s", i ? ", " : "",
+			    zop_name(t->ops[i].type), t->ops[i].name[0] ?
+			    t->ops[i].name : "/e", t->ops[i].type == ZOP_SET ?
+			    " = " : "", t->ops[i].type == ZOP_SET ?
+			    t->ops[i].datalen : 0, t->ops[i].data);
+		sim_trace("zk: zxid 0x%llx by a%d via s%d: %s -> %s%s",
+		    (unsigned long long)t->zxid, c->agent, origin, what,
+		    zerror(rc), t->is_claim ? " (claim)" : t->is_release ?
+		    " (release naming)" : "");
+	}
+}
+
+static void
+zk_sync_done(int origin, struct conn *c, uint64_t req_id)
+{
+	struct txn *last = S->nlog > 0 ? &S->log[S->nlog - 1] : NULL;
+	struct syncw *w;
+
+	/* Answered once everything proposed before it is committed. */
+	if (last != NULL && last->zxid > S->committed) {
+		w = calloc(1, sizeof(*w));
+		if (w == NULL)
+			abort();
+		w->server = origin;
+		w->conn = c;
+		w->req_id = req_id;
+		w->next = last->syncs;
+		last->syncs = w;
+		return;
+	}
+	if (origin == 0) {
+		struct sreq *r;
+
+		for (r = c->q_head; r != NULL; r = r->next)
+			if (r->id == req_id)
+				r->done = true;
+		zk_pump(c);
+	} else if (S->servers[origin].in_quorum) {
+		struct msg *m = msg_new(M_SYNCED);
+
+		m->incarnation = S->servers[origin].incarnation;
+		m->conn = c;
+		m->req_id = req_id;
+		chan_send(&S->servers[origin].l2f, m);
+	}
+}
+
+/* --- Applying committed transactions on a server --- */
+
+static void
+zk_complete(struct conn *c, uint64_t req_id, const struct zreply *rep)
+{
+	struct sreq *r;
+
+	if (c == NULL || c->server_closed)
+		return;
+	for (r = c->q_head; r != NULL; r = r->next)
+		if (r->id == req_id) {
+			r->rep = *rep;
+			r->rep.nchildren = 0;
+			r->rep.children = NULL;
+			r->done = true;
+		}
+	zk_pump(c);
+}
+
+static void
+zk_apply_txn(int s, struct txn *t)
+{
+	struct server *sv = &S->servers[s];
+	struct top op;
+	struct conn *c;
+	int i;
+
+	for (i = 0; i < t->nops && (t->rc == ZOK ||
+	    t->type == TXN_CLOSESESSION); i++) {
+		op = t->ops[i];
+		if (tree_do(&sv->tree, &op, t->zxid, t->session) != ZOK)
+			continue;
+		switch (op.type) {
+		case ZOP_CREATE_PARENT:
+			zk_fire(sv, "", 1u << W_EXIST, WT_CREATED);
+			break;
+		case ZOP_CREATE:
+			zk_fire(sv, op.name, 1u << W_EXIST, WT_CREATED);
+			zk_fire(sv, "", 1u << W_CHILD, WT_CHILD);
+			break;
+		case ZOP_DELETE:
+			zk_fire(sv, op.name, (1u << W_DATA) | (1u << W_CHILD) |
+			    (1u << W_EXIST), WT_DELETED);
+			zk_fire(sv, "", 1u << W_CHILD, WT_CHILD);
+			break;
+		case ZOP_SET:
+			zk_fire(sv, "", (1u << W_DATA) | (1u << W_EXIST),
+			    WT_CHANGED);
+			break;
+		default:
+			break;
+		}
+	}
+	sv->applied = t->zxid;
+	if (t->type == TXN_CLOSESESSION) {
+		/* The server drops every connection of the closed session. */
+		for (c = S->conns; c != NULL; c = c->all_next)
+			if (c->server == s && !c->server_closed &&
+			    c->session == t->session)
+				zk_server_close_conn(c, true);
+	}
+	if (t->origin != s || t->conn == NULL)
+		return;
+	if (t->type == TXN_NEWSESSION)
+		zk_connected(t->conn, t->session, true, t->rep.datalen);
+	else
+		zk_complete(t->conn, t->req_id, &t->rep);
+}
+
+static void
+zk_apply_cb(void *p, uint64_t s)
+{
+	zk_apply_run((int)s);
+}
+
+static void
+zk_apply_run(int s)
+{
+	struct server *sv = &S->servers[s];
+	struct apply_item *it;
+	struct sreq *r;
+
+	if (sv->stopped)
+		return;
+	while ((it = sv->aq_head) != NULL && it->ready_at <= S->now) {
+		sv->aq_head = it->next;
+		if (sv->aq_head == NULL)
+			sv->aq_tail = &sv->aq_head;
+		if (it->zxid != 0)
+			zk_apply_txn(s, zk_txn(it->zxid));
+		else if (!it->conn->server_closed) {
+			for (r = it->conn->q_head; r != NULL; r = r->next)
+				if (r->id == it->req_id)
+					r->done = true;
+			zk_pump(it->conn);
+		}
+		free(it);
+	}
+}
+
+static void
+zk_apply_queue(struct server *sv, int64_t zxid, struct conn *c,
+    uint64_t req_id)
+{
+	struct apply_item *it = calloc(1, sizeof(*it));
+	stime at = S->now;
+
+	if (it == NULL)
+		abort();
+	it->zxid = zxid;
+	it->conn = c;
+	it->req_id = req_id;
+	if (zxid != 0)
+		at += sim_range(20, 300) + sv->lag;
+	if (at < sv->aq_last)
+		at = sv->aq_last;
+	sv->aq_last = at;
+	it->ready_at = at;
+	*sv->aq_tail = it;
+	sv->aq_tail = &it->next;
+	sim_at(at, zk_apply_cb, NULL, (uint64_t)sv->idx);
+}
+
+static void
+zk_apply_clear(struct server *sv)
+{
+	struct apply_item *it;
+
+	while ((it = sv->aq_head) != NULL) {
+		sv->aq_head = it->next;
+		free(it);
+	}
+	sv->aq_tail = &sv->aq_head;
+	sv->aq_last = 0;
+}
+
+/* --- Requests from clients --- */
+
+static bool
+zk_is_write(enum zop t)
+{
+	return t >= ZOP_CREATE_PARENT;
+}
+
+static void
+zk_read(struct server *sv, struct conn *c, struct sreq *r, struct zreply *rep)
+{
+	const struct ztree *t = &sv->tree;
+	const char *name = r->req.op[0].name;
+	int i;
+
+	rep->rc = ZOK;
+	switch (r->req.type) {
+	case ZOP_PING:
+	case ZOP_SYNC:
+		break;
+	case ZOP_EXISTS:
+		if (!tree_exists(t, name))
+			rep->rc = ZNONODE;
+		else
+			tree_stat(t, name, &rep->st);
+		break;
+	case ZOP_GET:
+		if (!tree_exists(t, name)) {
+			rep->rc = ZNONODE;	/* and no watch */
+			break;
+		}
+		tree_stat(t, name, &rep->st);
+		if (name[0] == '\0') {
+			rep->datalen = t->datalen;
+			if (t->datalen > 0)
+				memcpy(rep->data, t->data, (size_t)t->datalen);
+		} else {
+			i = tree_find(t, name);
+			rep->datalen = t->child[i].datalen;
+			memcpy(rep->data, t->child[i].data,
+			    (size_t)t->child[i].datalen);
+		}
+		if (r->req.watch)
+			zk_watch_add(sv, c, name, W_DATA);
+		break;
+	case ZOP_CHILDREN:
+		if (!t->exists) {
+			rep->rc = ZNONODE;
+			break;
+		}
+		rep->nchildren = t->n;
+		rep->children = calloc((size_t)t->n + 1, sizeof(char *));
+		if (rep->children == NULL)
+			abort();
+		for (i = 0; i < t->n; i++)
+			if ((rep->children[i] = strdup(t->child[i].name)) == NULL)
+				abort();
+		if (r->req.watch)
+			zk_watch_add(sv, c, "", W_CHILD);
+		break;
+	case ZOP_SETWATCHES:
+		/* Re-arm, or fire at once for what changed after the zxid the
+		 * client had seen (DataTree.setWatches). */
+		for (i = 0; i < r->req.nwdata; i++) {
+			name = r->req.wdata[i];
+			if (!tree_exists(t, name))
+				zk_notify(c, name, WT_DELETED);
+			else {
+				struct zstat st;
+
+				tree_stat(t, name, &st);
+				if (st.mzxid > r->req.rel_zxid)
+					zk_notify(c, name, WT_CHANGED);
+				else
+					zk_watch_add(sv, c, name, W_DATA);
+			}
+		}
+		for (i = 0; i < r->req.nwchild; i++) {
+			name = r->req.wchild[i];
+			if (!tree_exists(t, name))
+				zk_notify(c, name, WT_DELETED);
+			else if (t->pzxid > r->req.rel_zxid)
+				zk_notify(c, name, WT_CHILD);
+			else
+				zk_watch_add(sv, c, name, W_CHILD);
+		}
+		break;
+	default:
+		abort();
+	}
+}
+
+/* Replies go out in the order the requests came (CommitProcessor keeps a
+ * session's requests in order): a read waits for the writes before it. */
+static void
+zk_pump(struct conn *c)
+{
+	struct server *sv = &S->servers[c->server];
+	struct sreq *r;
+	struct msg *m;
+	struct zreply rep;
+
+	while (!c->server_closed && (r = c->q_head) != NULL) {
+		memset(&rep, 0, sizeof(rep));
+		if (r->req.type == ZOP_SYNC || zk_is_write(r->req.type)) {
+			if (!r->done)
+				return;
+			rep = r->rep;
+			r->rep.children = NULL;
+		} else
+			zk_read(sv, c, r, &rep);
+		c->q_head = r->next;
+		if (c->q_head == NULL)
+			c->q_tail = &c->q_head;
+		if (rep.rc == ZSESSIONMOVED) {
+			/* FinalRequestProcessor: a connection-level error, the
+			 * server closes the connection (ZOOKEEPER-710). */
+			sim_trace("zk s%d: session of a%d moved; closes the "
+			    "connection", c->server, c->agent);
+			free(r);
+			zk_server_close_conn(c, true);
+			return;
+		}
+		rep.xid = r->req.xid;
+		rep.zxid = sv->applied;
+		if (fault_lose_reply(c, &r->req)) {
+			int i;
+
+			sim_trace("zk s%d: the reply to a%d's %s is LOST; the "
+			    "connection breaks", c->server, c->agent,
+			    zop_name(r->req.type));
+			for (i = 0; i < rep.nchildren; i++)
+				free(rep.children[i]);
+			free(rep.children);
+			free(r);
+			zk_server_close_conn(c, true);
+			return;
+		}
+		m = msg_new(M_REPLY);
+		m->rep = rep;
+		chan_send(&c->s2c, m);
+		if (fault_stop_after_reply(c, &r->req)) {
+			free(r);
+			return;
+		}
+		free(r);
+	}
+}
+
+static void
+zk_touch(int s, int64_t session)
+{
+	struct server *sv = &S->servers[s];
+	int i;
+
+	if (session == 0)
+		return;
+	if (zk_is_leader(s)) {
+		zk_touch_at_leader(session);
+		return;
+	}
+	for (i = 0; i < sv->ntouched; i++)
+		if (sv->touched[i] == session)
+			return;
+	if (sv->ntouched < (int)(sizeof(sv->touched) / sizeof(sv->touched[0])))
+		sv->touched[sv->ntouched++] = session;
+}
+
+static void
+zk_connect(struct server *sv, struct conn *c, const struct msg *m)
+{
+	struct conn *o;
+	struct msg *f;
+	int timeout = m->timeout_ms, s = sv->idx;
+
+	if (!zk_serving(s) || m->zxid > sv->applied) {
+		/* Not serving, or behind what the client has seen: "client
+		 * must try another server". */
+		if (zk_serving(s))
+			sim_trace("zk s%d: refuses a%d, who has seen zxid 0x%llx"
+			    " (applied 0x%llx)", s, c->agent,
+			    (unsigned long long)m->zxid,
+			    (unsigned long long)sv->applied);
+		zk_server_close_conn(c, true);
+		return;
+	}
+	c->server_open = true;
+	if (timeout < 2 * S->tick_ms)
+		timeout = 2 * S->tick_ms;
+	if (timeout > 20 * S->tick_ms)
+		timeout = 20 * S->tick_ms;
+	if (m->session == 0) {
+		if (zk_is_leader(s))
+			zk_new_session(0, c, timeout);
+		else {
+			f = msg_new(M_NEWSESSION);
+			f->incarnation = sv->incarnation;
+			f->conn = c;
+			f->timeout_ms = timeout;
+			chan_send(&sv->f2l, f);
+		}
+		return;
+	}
+	/* A reconnect closes this server's older connections of the session. */
+	for (o = S->conns; o != NULL; o = o->all_next)
+		if (o != c && o->server == s && !o->server_closed &&
+		    o->session == m->session)
+			zk_server_close_conn(o, true);
+	c->session = m->session;
+	if (zk_is_leader(s)) {
+		zk_connected(c, m->session, zk_revalidate(m->session, 0), timeout);
+		return;
+	}
+	f = msg_new(M_REVALIDATE);
+	f->incarnation = sv->incarnation;
+	f->conn = c;
+	f->session = m->session;
+	f->timeout_ms = timeout;
+	chan_send(&sv->f2l, f);
+}
+
+void
+zk_server_recv(struct conn *c, struct msg *m)
+{
+	struct server *sv = &S->servers[c->server];
+	struct sreq *r;
+	struct msg *f;
+
+	if (c->server_closed) {
+		msg_free(m);
+		return;
+	}
+	switch (m->type) {
+	case M_CONNECT:
+		if (c->syn_lost && !c->client_open)
+			c->server_closed = true;
+		else
+			zk_connect(sv, c, m);
+		break;
+	case M_REQUEST:
+		if (!c->established)
+			break;
+		zk_touch(sv->idx, c->session);
+		r = calloc(1, sizeof(*r));
+		if (r == NULL)
+			abort();
+		r->id = ++c->next_req;
+		r->req = m->req;
+		*c->q_tail = r;
+		c->q_tail = &r->next;
+		if (zk_is_write(m->req.type) || m->req.type == ZOP_SYNC) {
+			if (zk_is_leader(sv->idx)) {
+				if (m->req.type == ZOP_SYNC)
+					zk_sync_done(0, c, r->id);
+				else
+					zk_prep(0, c, r->id, c->session, &m->req);
+			} else {
+				f = msg_new(M_FORWARD);
+				f->incarnation = sv->incarnation;
+				f->conn = c;
+				f->req_id = r->id;
+				f->session = c->session;
+				f->req = m->req;
+				chan_send(&sv->f2l, f);
+			}
+		}
+		zk_pump(c);
+		break;
+	case M_FIN:
+		zk_server_close_conn(c, false);
+		break;
+	default:
+		abort();
+	}
+	msg_free(m);
+}
+
+/* --- Between the leader and its followers --- */
+
+void
+zk_follower_recv(int s, struct msg *m)
+{
+	struct server *sv = &S->servers[s];
+	struct msg *ack;
+
+	if (m->incarnation != sv->incarnation || !sv->serving) {
+		msg_free(m);
+		return;
+	}
+	sv->heard = S->now;
+	switch (m->type) {
+	case M_PING:
+		/* Learner.ping: answer with the sessions touched since the
+		 * last answer. */
+		ack = msg_new(M_PING_ACK);
+		ack->incarnation = sv->incarnation;
+		ack->nsessions = sv->ntouched;
+		if (sv->ntouched > 0) {
+			ack->sessions = malloc((size_t)sv->ntouched *
+			    sizeof(int64_t));
+			if (ack->sessions == NULL)
+				abort();
+			memcpy(ack->sessions, sv->touched, (size_t)sv->ntouched *
+			    sizeof(int64_t));
+		}
+		sv->ntouched = 0;
+		chan_send(&sv->f2l, ack);
+		break;
+	case M_COMMIT:
+		zk_apply_queue(sv, m->zxid, NULL, 0);
+		break;
+	case M_SYNCED:
+		zk_apply_queue(sv, 0, m->conn, m->req_id);
+		break;
+	case M_REVALIDATED:
+		zk_connected(m->conn, m->session, m->valid, m->timeout_ms);
+		break;
+	default:
+		abort();
+	}
+	msg_free(m);
+}
+
+void
+zk_leader_recv(int s, struct msg *m)
+{
+	struct server *sv = &S->servers[s];
+	struct msg *r;
+	int i;
+
+	if (!sv->in_quorum || m->incarnation != sv->incarnation) {
+		msg_free(m);
+		return;
+	}
+	sv->acked = S->now;
+	switch (m->type) {
+	case M_FORWARD:
+		if (m->req.type == ZOP_SYNC)
+			zk_sync_done(s, m->conn, m->req_id);
+		else
+			zk_prep(s, m->conn, m->req_id, m->session, &m->req);
+		break;
+	case M_NEWSESSION:
+		zk_new_session(s, m->conn, m->timeout_ms);
+		break;
+	case M_REVALIDATE:
+		r = msg_new(M_REVALIDATED);
+		r->incarnation = sv->incarnation;
+		r->conn = m->conn;
+		r->session = m->session;
+		r->timeout_ms = m->timeout_ms;
+		r->valid = zk_revalidate(m->session, s);
+		chan_send(&sv->l2f, r);
+		break;
+	case M_PING_ACK:
+		/* LearnerHandler, case PING: touch what the follower saw. */
+		for (i = 0; i < m->nsessions; i++)
+			zk_touch_at_leader(m->sessions[i]);
+		break;
+	default:
+		abort();
+	}
+	msg_free(m);
+}
+
+/* --- Followers leaving and rejoining the quorum --- */
+
+static void
+zk_go_looking(int s)
+{
+	struct server *sv = &S->servers[s];
+	struct conn *c;
+
+	sim_trace("zk s%d: lost the leader; stops serving", s);
+	sv->serving = false;
+	sv->incarnation++;
+	sv->ntouched = 0;	/* touches not reported are lost */
+	zk_apply_clear(sv);
+	for (c = S->conns; c != NULL; c = c->all_next)
+		if (c->server == s && !c->server_closed)
+			zk_server_close_conn(c, true);
+	chan_drop(&sv->l2f);
+	chan_drop(&sv->f2l);
+}
+
+static void
+zk_rejoin_cb(void *p, uint64_t s)
+{
+	struct server *sv = &S->servers[s];
+
+	sv->rejoining = false;
+	if (sv->stopped || sv->part_leader || sv->serving)
+		return;
+	sv->incarnation++;
+	sv->tree = S->servers[0].tree;
+	sv->applied = S->servers[0].applied;
+	sv->serving = sv->in_quorum = true;
+	sv->heard = sv->acked = S->now;
+	sv->ntouched = 0;
+	zk_apply_clear(sv);
+	chan_drop(&sv->l2f);
+	chan_drop(&sv->f2l);
+	sim_trace("zk s%d: rejoined the quorum at zxid 0x%llx", (int)s,
+	    (unsigned long long)sv->applied);
+}
+
+static void
+zk_ping_cb(void *p, uint64_t a)
+{
+	stime limit = (stime)S->sync_limit * S->tick;
+	struct server *sv;
+	struct msg *m;
+	int f;
+
+	for (f = 1; f < S->nservers; f++) {
+		sv = &S->servers[f];
+		if (sv->in_quorum) {
+			if (S->now - sv->acked > limit) {
+				sim_trace("zk: the leader drops s%d", f);
+				sv->in_quorum = false;
+			} else {
+				m = msg_new(M_PING);
+				m->incarnation = sv->incarnation;
+				chan_send(&sv->l2f, m);
+			}
+		}
+		if (!sv->stopped && sv->serving && S->now - sv->heard > limit)
+			zk_go_looking(f);
+		if (!sv->stopped && !sv->serving && !sv->part_leader &&
+		    !sv->rejoining) {
+			sv->rejoining = true;
+			sim_at(S->now + sim_range(50000, 500000), zk_rejoin_cb,
+			    NULL, (uint64_t)f);
+		}
+	}
+	sim_at(S->now + S->tick / 2, zk_ping_cb, NULL, 0);
+}
+
+static void
+zk_resume_cb(void *p, uint64_t s)
+{
+	struct server *sv = &S->servers[s];
+	struct conn *c;
+
+	sv->stopped = false;
+	sim_trace("zk s%d: resumed", (int)s);
+	if (sv->serving && S->now - sv->heard > (stime)S->sync_limit * S->tick)
+		zk_go_looking((int)s);
+	chan_release(&sv->l2f, true);
+	for (c = S->conns; c != NULL; c = c->all_next)
+		if (c->server == (int)s)
+			chan_release(&c->c2s, true);
+	zk_apply_run((int)s);
+	/* Replies it had ready when it stopped go out now. */
+	for (c = S->conns; c != NULL; c = c->all_next)
+		if (c->server == (int)s && !c->server_closed)
+			zk_pump(c);
+}
+
+void
+zk_server_stop(int s, stime duration)
+{
+	S->servers[s].stopped = true;
+	S->servers[s].stopped_at = S->now;
+	sim_trace("zk s%d: STOPPED for %llu ms", s,
+	    (unsigned long long)(duration / 1000));
+	sim_at(S->now + duration, zk_resume_cb, NULL, (uint64_t)s);
+}
+
+static void
+zk_unpartition_cb(void *p, uint64_t s)
+{
+	S->servers[s].part_leader = false;
+	sim_trace("zk s%d: back in touch with the leader", (int)s);
+	chan_release(&S->servers[s].l2f, false);
+	chan_release(&S->servers[s].f2l, false);
+}
+
+void
+zk_server_partition(int s, stime duration)
+{
+	S->servers[s].part_leader = true;
+	sim_trace("zk s%d: CUT OFF from the leader for %llu ms", s,
+	    (unsigned long long)(duration / 1000));
+	sim_at(S->now + duration, zk_unpartition_cb, NULL, (uint64_t)s);
+}
+
+void
+zk_init(void)
+{
+	struct server *sv;
+	int i;
+
+	for (i = 0; i < S->nservers; i++) {
+		sv = &S->servers[i];
+		sv->idx = i;
+		sv->serving = sv->in_quorum = true;
+		sv->incarnation = 1;
+		sv->applied = SIM_ZXID_BASE;
+		sv->aq_tail = &sv->aq_head;
+		chan_init(&sv->l2f, CH_L2F, NULL, i);
+		chan_init(&sv->f2l, CH_F2L, NULL, i);
+	}
+	S->committed = SIM_ZXID_BASE;
+	S->next_session = 0x10a0000000000LL;
+	sim_at(sim_below(S->tick / 2), zk_ping_cb, NULL, 0);
+	sim_at(S->tick, zk_expiry_cb, NULL, 0);
+}
+
+void
+zk_free(void)
+{
+	struct conn *c;
+	struct syncw *w;
+	int i;
+
+	while ((c = S->conns) != NULL) {
+		S->conns = c->all_next;
+		chan_drop(&c->c2s);
+		chan_drop(&c->s2c);
+		zk_sreq_free_all(c);
+		free(c);
+	}
+	for (i = 0; i < S->nservers; i++) {
+		zk_apply_clear(&S->servers[i]);
+		chan_drop(&S->servers[i].l2f);
+		chan_drop(&S->servers[i].f2l);
+		free(S->servers[i].watches);
+	}
+	for (i = 0; i < S->nlog; i++) {
+		free(S->log[i].ops);
+		while ((w = S->log[i].syncs) != NULL) {
+			S->log[i].syncs = w->next;
+			free(w);
+		}
+	}
+	free(S->log);
+	free(S->sessions);
+}
