@@ -31,6 +31,8 @@ static void	election_lose(struct election *, enum election_role, const char *,
 static void	election_set_ahead(struct election *, char *const *, int);
 static void	election_takeover(struct election *, struct election_actions *);
 static void	election_let_go(struct election *, struct election_actions *);
+static void	election_lose_standing(struct election *, const char *,
+		    struct election_actions *);
 static uint64_t	election_jitter(const struct election *, unsigned);
 
 const char *
@@ -307,7 +309,7 @@ election_retry(struct election *e, struct election_actions *out)
 {
 	/* Whatever failed, a leader is not sure any more (rule 4). */
 	if (e->role == ELECTION_LEADER)
-		election_lose(e, ELECTION_UNKNOWN, "request failed", out);
+		election_lose_standing(e, "request failed", out);
 	election_backoff(e);
 	e->next_renew = 0;
 	e->phase = PHASE_IDLE;
@@ -342,6 +344,23 @@ election_lose(struct election *e, enum election_role role, const char *reason,
 {
 	election_set_role(e, role, reason, false, out);
 	e->renew_inflight = false;
+}
+
+/*
+ * The same, for losses that leave our node (and session) standing until the
+ * lease deadline: nobody can lead before then, so the app may take until
+ * shortly before it to stop. After any other loss (our node deleted, the
+ * session expired, someone else's claim) a successor may lead already.
+ */
+static void
+election_lose_standing(struct election *e, const char *reason,
+    struct election_actions *out)
+{
+	int n = out->n;
+
+	election_lose(e, ELECTION_UNKNOWN, reason, out);
+	if (out->n > n && out->a[n].type == ACT_NOTIFY)
+		out->a[n].node_stands = true;
 }
 
 /* A node (re)created soon after the last one vanished waits: a path that
@@ -502,7 +521,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		 */
 		if (e->riding_since != 0)
 			e->rides_lost++;
-		election_lose(e, ELECTION_UNKNOWN,
+		election_lose_standing(e,
 		    ev->session == SESSION_READONLY ? "read-only server" :
 		    "connection lost", out);
 		e->term_epoch = 0;
@@ -1454,7 +1473,7 @@ election_lapse(struct election *e, struct election_actions *out)
 {
 	if (e->riding_since != 0)
 		e->rides_lost++;
-	election_lose(e, ELECTION_UNKNOWN, e->riding_since != 0 ?
+	election_lose_standing(e, e->riding_since != 0 ?
 	    "lease lapsed while disconnected" : "lease lapsed", out);
 	election_next_gen(e);
 	e->next_renew = 0;

@@ -146,6 +146,9 @@ struct election_action {
 	enum election_role from, to;
 	const char	*reason;
 	bool		 wait;		/* answer with EV_NOTIFIED */
+	bool		 node_stands;	/* a loss after which our node (and so
+					   no successor) stands until the lease
+					   deadline: the child may get time */
 };
 
 struct election_actions {

@@ -645,27 +645,16 @@ notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 /* --- the child --- */
 
 /*
- * Losses after which our node (and session) may still stand, so that
+ * After a release (the node goes after EV_NOTIFIED) or a loss that leaves
+ * our node standing until the lease deadline (the election says which),
  * nobody can claim before our lease ends: the child gets SIGTERM and time
- * until shortly before the lease deadline. After any other loss (our node
- * deleted or vanished, the session expired or replaced, someone else
- * lowest) a successor may lead already, and the child is killed at once.
+ * until shortly before the deadline. After any other loss a successor may
+ * lead already, and the child is killed at once.
  */
 static bool
 notify_node_may_stand(const struct election_action *a)
 {
-	static const char *const kept[] = {
-		"connection lost", "read-only server", "request failed",
-		"lease lapsed", "lease lapsed while disconnected", NULL
-	};
-	int i;
-
-	if (a->wait)
-		return true;	/* a release: the node goes after EV_NOTIFIED */
-	for (i = 0; kept[i] != NULL; i++)
-		if (strcmp(a->reason, kept[i]) == 0)
-			return true;
-	return false;
+	return a->wait || a->node_stands;
 }
 
 static void

@@ -1119,6 +1119,8 @@ START_TEST(test_rule1_ride_lapse_reason)
 	a = find_notify(&out);
 	ck_assert_ptr_nonnull(a);
 	ck_assert_str_eq(a->reason, "lease lapsed while disconnected");
+	/* Our node stands until the deadline: the app may take its time. */
+	ck_assert(a->node_stands);
 }
 END_TEST
 
@@ -1644,6 +1646,8 @@ START_TEST(test_self_deleted_leader_stops_at_once)
 
 	join_leader(&e);
 	RUN(&e, s);
+	/* A successor may lead already: nothing may be left running. */
+	ck_assert(!find_notify(&out)->node_stands);
 }
 END_TEST
 
