@@ -202,6 +202,70 @@ def wait_leader_200(sock_path, t0, timeout, interval=0.001, proc=None):
         time.sleep(interval)
 
 
+class LeaderLongPoll:
+    """Learns, as the app can, the moment an agent starts to lead: a long
+    poll of /v1/leader (wait, index) already waiting at the agent before the
+    clock starts, answered by the agent the moment its report changes; it
+    asks again on the same connection until the answer is 200. So the
+    figure has no polling granularity, as the etcd reference has none (it
+    reads etcdctl's output as it comes)."""
+
+    def __init__(self, sock_path, wait="30s"):
+        import json as _json
+        import socket as _socket
+        self._json = _json
+        self.path = sock_path
+        self.wait = wait
+        self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        self.sock.settimeout(60)
+        self.sock.connect(sock_path)
+        self.buf = b""
+        # The current index, then the first long poll, pending at once.
+        self._send("/v1/status")
+        code, doc = self._read()
+        self.index = doc["index"]
+        self._send("/v1/leader?wait=%s&index=%d" % (self.wait, self.index))
+
+    def _send(self, target):
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % target).encode())
+
+    def _read(self):
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError("the agent closed the long poll")
+            self.buf += chunk
+        head, _, rest = self.buf.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        code = int(lines[0].split()[1])
+        clen = 0
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            if k.strip().lower() == "content-length":
+                clen = int(v)
+        while len(rest) < clen:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise AssertionError("the agent closed the long poll")
+            rest += chunk
+        self.buf = rest[clen:]
+        return code, self._json.loads(rest[:clen])
+
+    def wait_200(self, t0, timeout):
+        """Seconds from t0 (time.monotonic()) to the first 200."""
+        deadline = t0 + timeout
+        while True:
+            code, doc = self._read()
+            t = time.monotonic()
+            if code == 200:
+                self.sock.close()
+                return t - t0
+            if t >= deadline:
+                raise AssertionError("no 200 from %s within %.1fs" % (self.path, timeout))
+            self.index = doc["index"]
+            self._send("/v1/leader?wait=%s&index=%d" % (self.wait, self.index))
+
+
 # --------------------------------------------------------------------------
 # Statistics and printing
 

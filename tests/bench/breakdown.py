@@ -3,8 +3,8 @@
 """Benchmark: where the time of a graceful handover goes (issue 11).
 
 Two agents at log.level debug. Each run: both settled (as in handover.py),
-then SIGTERM of the leader's agent, and the successor's /v1/leader polled
-every 1 ms until it answers 200. The agents' own debug lines
+then SIGTERM of the leader's agent, and a long poll of the successor's
+/v1/leader (waiting there before the clock starts) until it answers 200. The agents' own debug lines
 `trace: <step> at=<us>` (CLOCK_BOOTTIME microseconds, one clock for every
 process on the machine) give the time of each step of the graceful path:
 
@@ -16,7 +16,7 @@ process on the machine) give the time of each step of the graceful path:
                            confirm-sent  the successor's takeover request sent
                            confirm-done  its answer
   by this benchmark        first-200     the first 200 from the successor's
-                                         /v1/leader (its own client, 1 ms polls)
+                                         /v1/leader (its own long poll)
 
 For each step it prints the median and p95 time from the SIGTERM (as sent by
 the benchmark) and the median time from the step before it. A step the
@@ -94,10 +94,11 @@ def run(args):
         zk_wait_pair(leader, other, args.quiet)
         for i in range(args.warmup + args.runs):
             tl, to = LogTail(leader.log_path), LogTail(other.log_path)
+            w = bl.LeaderLongPoll(other.socket)
             t0_us = bl.zkharness.boottime_us()
             t0 = time.monotonic()
             leader.signal(signal.SIGTERM)
-            dt = bl.wait_leader_200(other.socket, t0, 20, interval=0.001, proc=other.proc)
+            dt = w.wait_200(t0, 20)
             t200_us = t0_us + int(dt * 1e6)
             rc = leader.proc.wait(20)
             if rc != 0:

@@ -3,7 +3,7 @@
 """Benchmark: 500 candidates in one election (DESIGN §5, last target).
 
 1. Reference, same run: the 2-candidate handover (SIGTERM of the leader's
-   agent -> successor's /v1/leader 200, successor polled every 1 ms) on its
+   agent -> successor's /v1/leader 200, by a long poll at the successor) on its
    own election path of the same ZooKeeper, before the crowd starts.
 2. Start N agents (default 500; each a process with its own socket) in
    batches, polling readiness: time until all have joined (role leader or
@@ -58,10 +58,10 @@ def find_leader_successor(agents):
 
 
 def handover(leader, successor, timeout=30):
+    w = bl.LeaderLongPoll(successor.socket)
     t0 = time.monotonic()
     leader.signal(signal.SIGTERM)
-    dt = bl.wait_leader_200(successor.socket, t0, timeout, interval=0.001,
-                            proc=successor.proc)
+    dt = w.wait_200(t0, timeout)
     rc = leader.proc.wait(30)
     leader._close_log()
     if rc != 0:
@@ -435,7 +435,7 @@ def main():
               extra, len(busy), extra / max(1, len(busy)), statistics.median(busy or [0]),
               statistics.median(idle or [0])))
     print()
-    print("handover SIGTERM -> successor /v1/leader 200 (successor polled every 1 ms):")
+    print("handover SIGTERM -> successor /v1/leader 200 (a long poll at the successor):")
     print("  %-28s %9s %9s %9s %9s" % ("", "median", "p95", "min", "max"))
     for label, v in (("2 candidates (%d runs)" % len(rep["two"]), rep["two"]),
                      ("%d candidates (%d runs)" % (n, len(rep["times"])), rep["times"])):
