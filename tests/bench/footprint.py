@@ -135,8 +135,8 @@ def main():
         aset.cleanup()
         zk.cleanup()
 
-    print("negotiated session timeout %d ms (lease renewal every T/3, ZooKeeper ping when "
-          "idle)" % t_neg)
+    print("negotiated session timeout %d ms (the leader and the next in line renew "
+          "about every T/5; followers read the claim every T/6; idle)" % t_neg)
     print()
     print("%-12s %9s %9s %9s %9s %7s %13s %12s %9s" % (
         "process", "VmRSS", "VmHWM", "RssAnon", "RssFile", "threads", "utime+stime",
