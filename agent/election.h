@@ -179,7 +179,9 @@ struct election {
 	int		 claim_datalen;
 	bool		 candidate;
 	bool		 step_down;	/* election.disconnect: step_down */
-	unsigned	 renew_div;	/* renew every T/renew_div (6) */
+	unsigned	 renew_div;	/* renew T/renew_div after the last send (6), and
+					   T/5 after the last answer; 3 (with
+					   lease_naive) is the old agent */
 	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
 	void		*uuid_arg;
@@ -216,7 +218,6 @@ struct election {
 	bool		 renew_inflight;
 	uint64_t	 renew_sent;
 	bool		 kicked;	/* this renewal's connection was kicked */
-	bool		 confirmed;	/* the term holds in this connection */
 	uint64_t	 riding_since;	/* leading through a disconnect since */
 	uint64_t	 last_kick;
 	uint64_t	 renewals;		/* acknowledged, and their */
