@@ -84,13 +84,28 @@ wait_leader() {	# wait_leader N... : polls until one of them leads
 		sleep 0.02
 	done
 }
-show() {
+named_by_all() {	# named_by_all LEADER N...: each agent N names LEADER
+	local lead=$1 n	# (followers read the claim from ZooKeeper every T/6)
+	shift
+	for n in "$@"; do
+		curl -sf --max-time 1 --unix-socket "$work/agent$n.sock" \
+		    http://localhost/v1/status 2>/dev/null |
+		    grep -q "\"leader\":{\"id\":\"agent$lead\"" || return 1
+	done
+}
+show() {	# show LEADER N...: the status of each agent, once all name LEADER
+	local deadline=$(( $(ms) + 30000 ))
+	until named_by_all "$@"; do
+		[ "$(ms)" -lt "$deadline" ] || break	# show what they say anyway
+		sleep 0.02
+	done
+	shift
 	for n in "$@"; do "$ctl" --socket "$work/agent$n.sock" status; done
 }
 
 alive=(1 2 3)
 first=$(wait_leader "${alive[@]}")
-show "${alive[@]}"
+show "$first" "${alive[@]}"
 
 echo
 echo "== graceful handover: SIGTERM to agent$first"
@@ -102,7 +117,7 @@ t1=$(ms)
 wait "${agent_pid[$first]}" && echo "agent$first exited cleanly"
 pids=($(for q in "${pids[@]}"; do [ "$q" = "${agent_pid[$first]}" ] || echo "$q"; done))
 echo "agent$second leads $((t1 - t0)) ms after the SIGTERM"
-show "${alive[@]}"
+show "$second" "${alive[@]}"
 
 echo
 echo "== crash failover: kill -9 agent$second (its session must expire first)"
@@ -112,7 +127,7 @@ alive=($(for n in "${alive[@]}"; do [ "$n" = "$second" ] || echo "$n"; done))
 third=$(wait_leader "${alive[@]}")
 t1=$(ms)
 echo "agent$third leads $((t1 - t0)) ms after the kill (session timeout 2000 ms)"
-show "${alive[@]}"
+show "$third" "${alive[@]}"
 
 echo
 echo "== epochs only grow; the app sends its epoch with every write, and the"

@@ -11,7 +11,7 @@ runtime state. The user's own podman store is never touched. Delete the
 directory to drop the cache (`podman --root DIR/storage system reset` first
 if a run was killed half-way and left a container mounted).
 
-Settings (see /work/shared/containers.md): runc with cgroupfs (crun refuses
+Settings: runc with cgroupfs (crun refuses
 hybrid cgroup hierarchies; default ulimits cannot be set everywhere), builds
 with chroot isolation and the host's network, nothing pulled from a registry.
 

@@ -137,3 +137,20 @@ def test_demo_runs_and_prints_no_job_lines():
     assert r.returncode == 0, out
     assert "graceful handover" in out and "crash failover" in out, out
     assert not re.search(r"\bKilled\b|\bTerminated\b", out), out
+    # Each status shown names the agent that leads at that point: the demo
+    # waits for the followers to read the claim before it shows them.
+    blocks = re.split(r"^== ", r.stdout, flags=re.M)
+    shown = 0
+    for block in blocks:
+        statuses = re.findall(r"^agent\d+: .*$", block, flags=re.M)
+        leads = re.findall(r"^agent(\d+) leads\b", block, flags=re.M)
+        leader = leads[0] if leads else None
+        if leader is None:
+            led = [line for line in statuses if ": leader (epoch" in line]
+            if not led:
+                continue
+            leader = re.match(r"agent(\d+):", led[0]).group(1)
+        for line in statuses:
+            shown += 1
+            assert "leader agent%s," % leader in line, (line, out)
+    assert shown == 6, out
