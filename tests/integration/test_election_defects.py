@@ -170,6 +170,10 @@ def test_watchers_do_not_pile_up(agents, observer, election, proxies):
     sid = None
     for m in re.finditer(r"connected, session 0x([0-9a-f]+)", a.log_text()):
         sid = m.group(1)
+    def rss_kib():
+        with open("/proc/%d/status" % a.proc.pid) as f:
+            return int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M).group(1))
+    rss_before = rss_kib()
     for i in range(100):
         n = a.log_text(limit=10 ** 8).count("(reconnected)")
         p.reset()
@@ -190,5 +194,6 @@ def test_watchers_do_not_pile_up(agents, observer, election, proxies):
     a.get("/v1/status")
     time.sleep(0.2 * SLOW)     # let any further callbacks of this one change land
     fired = a.log_text(limit=10 ** 8).count("watch fired: own node watch") - before
-    print("\nafter 100 reconnects, one change of the own node fired %d watcher(s)" % fired)
+    print("\nafter 100 reconnects, one change of the own node fired %d watcher(s); "
+          "VmRSS %d KiB before the reconnects, %d KiB after" % (fired, rss_before, rss_kib()))
     assert fired == 1, "%d watchers fired for one change after 100 reconnects" % fired
