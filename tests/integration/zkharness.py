@@ -434,7 +434,13 @@ class AgentSet:
 class Observer:
     def __init__(self, zk_hostport):
         from kazoo.client import KazooClient
-        self.zk = KazooClient(hosts=zk_hostport, timeout=10.0)
+        # On an ensemble a fault test may pause the server the observer is
+        # connected to: a read then fails with ConnectionLoss while kazoo moves
+        # to another server. Reads are retried for up to 60 s (the server a
+        # test pauses is back within that), so the observer sees through it.
+        self.zk = KazooClient(hosts=zk_hostport, timeout=10.0,
+                              command_retry={"max_tries": -1, "delay": 0.05,
+                                             "max_delay": 1.0, "deadline": 60})
         self.zk.start(timeout=30)
 
     def close(self):
@@ -449,13 +455,13 @@ class Observer:
         10-digit suffix (as the contract says contenders sort)."""
         from kazoo.exceptions import NoNodeError
         try:
-            names = self.zk.get_children(path)
+            names = self.zk.retry(self.zk.get_children, path)
         except NoNodeError:
             return []
         out = []
         for n in names:
             try:
-                data, stat = self.zk.get("%s/%s" % (path, n))
+                data, stat = self.zk.retry(self.zk.get, "%s/%s" % (path, n))
             except NoNodeError:
                 continue
             out.append((n, data.decode(errors="replace"), stat))
@@ -467,7 +473,7 @@ class Observer:
 
     def election_node(self, path):
         """(data, stat) of the election path node itself."""
-        data, stat = self.zk.get(path)
+        data, stat = self.zk.retry(self.zk.get, path)
         return data.decode(errors="replace"), stat
 
 
