@@ -92,10 +92,21 @@ def agent_status(sock_path, timeout):
         conn.close()
 
 
-def open_db(path):
+def open_db(path, timeout=10.0):
     # isolation_level=None: no implicit transactions; we BEGIN ourselves.
-    db = sqlite3.connect(path, timeout=10.0, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    # Switching a new database to WAL does not wait for a lock held by
+    # another writer doing the same at that moment: it fails at once with
+    # "database is locked". Try again until the timeout.
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
     db.executescript(SCHEMA)
     return db
 

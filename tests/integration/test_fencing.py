@@ -78,12 +78,18 @@ class App:
                 ev = [x for x in self.events(kind) if pred(x[2])]
                 if ev:
                     return ev[0]
-                raise AssertionError("%s exited %s before printing %s; output:\n%s"
-                                     % (self.name, self.proc.returncode, kind, self.text()))
+                raise AssertionError("%s exited %s before printing %s; output:\n%s\n"
+                                     "stderr:\n%s" % (self.name, self.proc.returncode, kind,
+                                                      self.text(), self.stderr()))
             ev = [x for x in self.events(kind) if pred(x[2])]
             return ev[0] if ev else None
         return poll(probe, timeout, interval=0.02,
                     what=what or "%s to print %r" % (self.name, kind))
+
+    def stderr(self):
+        self._err.flush()
+        with open(self._err.name, errors="replace") as f:
+            return f.read()[-4000:]
 
     def text(self):
         with self._cv:
@@ -138,6 +144,54 @@ def test_fenced_writer_unit(tmp_path):
     rows, fence = ledger(str(tmp_path / "u.db"))
     assert [(r[1], r[2], r[3]) for r in rows] == [("x", 10, 1), ("x", 10, 2), ("y", 2 ** 40, 1)]
     assert fence == 2 ** 40
+
+
+def test_writer_waits_for_another_writers_lock_at_start(tmp_path):
+    """Two copies of the example starting on a new database race to switch it
+    to WAL. SQLite does not wait for that switch: a copy that meets another
+    one's write lock gets "database is locked" at once, and the example died
+    of it (seen in CI as an app that exited 1 before its first line). Here the
+    other copy is the test, holding a write transaction on a new database
+    while the example starts: it must wait for the lock and come up."""
+    db = str(tmp_path / "fence.db")
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("CREATE TABLE IF NOT EXISTS fence (name TEXT PRIMARY KEY, epoch INTEGER NOT NULL)")
+    other.execute("BEGIN IMMEDIATE")
+    p = subprocess.Popen([PYTHON, FENCED_WRITER, "--socket", str(tmp_path / "none.sock"),
+                          "--db", db, "--writer", "w", "--interval", "20ms"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        def opened():
+            if p.poll() is not None:
+                return True
+            try:
+                return any(os.readlink("/proc/%d/fd/%s" % (p.pid, fd)) == db
+                           for fd in os.listdir("/proc/%d/fd" % p.pid))
+            except OSError:
+                return False
+        poll(opened, 20, what="the example to open the database")
+        # Keep the lock a while longer: the switch to WAL comes right after
+        # the open, and it used to fail at once.
+        try:
+            p.wait(0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        other.execute("COMMIT")
+        line = p.stdout.readline()
+        assert line.startswith("role: ") and "role=unreachable" in line, \
+            "the example exited %s before its first line:\n%s" % (p.wait(10), p.stderr.read())
+    finally:
+        other.close()
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(10 * SLOW)
+        p.stdout.close()
+        p.stderr.close()
+    assert rc == 0
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert c.execute("SELECT epoch FROM fence WHERE name = 'demo'").fetchone() == (0,)
 
 
 def test_paused_leader_write_is_refused(agents, observer, election, recorder, tmp_path):
