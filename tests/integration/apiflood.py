@@ -10,6 +10,7 @@ zkelectctl does), so each poll also goes through the listen backlog and
 the connection cap.
 """
 
+import errno
 import json
 import os
 import random
@@ -145,8 +146,11 @@ class Flood:
     def _open(self):
         try:
             return connect(self.target, 5.0)
-        except OSError:
+        except OSError as e:
             self.counts["connect failed"] += 1
+            why = "connect failed: %s" % (errno.errorcode.get(e.errno, e.errno)
+                                          if e.errno else type(e).__name__)
+            self.counts[why] = self.counts.get(why, 0) + 1
             return None
 
     def half_sent(self, n):

@@ -6,6 +6,7 @@ valid JSON whatever the node data, and the ownership of the socket file."""
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import threading
@@ -432,6 +433,16 @@ def test_refused_client_reads_its_503(agents):
             except BlockingIOError:
                 pass
             hogs.append(c)
+
+        # A hog is busy once the agent is writing to it: until then it may
+        # still count as idle, and an idle one makes room for the newcomer.
+        watch = select.poll()
+        for c in hogs:
+            watch.register(c, select.POLLIN)
+
+        def all_answered():
+            return len(watch.poll(0)) == len(hogs)
+        poll(all_answered, 20, what="the agent to be writing to all 256 connections")
         for attempt in range(3):
             c = connect(a1)
             c.sendall(req("/v1/status") + b"X" * 50000 if attempt else req("/v1/status"))

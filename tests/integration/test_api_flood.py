@@ -21,15 +21,21 @@ def test_app_is_answered_through_a_flood(agents, transport):
         counts = apiflood.run_flood(target, rounds=2, hold_seconds=1.0)
     finally:
         polls = app.stop()
+    print("\nflood over %s: %r; app polls %d" % (transport, counts, len(polls)))
     assert a1.running(), "the agent died under the flood"
     bad = [p for p in polls if p.outcome != "ok"]
     assert not bad, "%d of %d polls not answered: %r" % (len(bad), len(polls), bad[:10])
     lost = [p for p in polls if p.is_leader is not True or p.epoch != s["epoch"]]
     assert not lost, "leadership not kept: %r" % lost[:10]
     assert len(polls) >= 100, "too few polls to mean anything: %d" % len(polls)
-    # The flood itself was delivered (a slow build, under ASan say, may let
-    # the churner fill the backlog now and then: its connects, not the app's).
-    assert counts["connect failed"] <= counts["churned"] // 100, counts
+    # The flood itself was delivered, most of it. When the agent falls
+    # behind (an ASan build, or a loaded 2-core machine: once a plain build
+    # in CI, 1,406 of 16,000), the churner fills the listen backlog and the
+    # kernel refuses its next connects at once (EAGAIN); the app's polls
+    # were all answered even then (a sequential app has at most one connect
+    # queued at a time).
+    made = counts["churned"] + counts["half-sent held"] + counts["garbage"]
+    assert counts["connect failed"] <= (made + counts["connect failed"]) // 4, counts
     # And it is serving normally afterwards.
     a1.wait_for(lambda d: d["is_leader"] and d["epoch"] == s["epoch"], 10,
                 what="a1 still leads with its epoch")
