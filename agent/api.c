@@ -245,6 +245,23 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 /* ------------------------------------------------------------------ */
 /* Connections: states, deadlines, writing */
 
+/*
+ * libevent closes a freed bufferevent's socket only when its finalizer
+ * runs, after the current callback; in one burst of accepts that left
+ * thousands of closed connections holding descriptors. Close it now.
+ */
+static void
+api_bev_free(struct bufferevent *bev)
+{
+	evutil_socket_t fd = bufferevent_getfd(bev);
+
+	if (fd != -1) {
+		bufferevent_setfd(bev, -1);
+		evutil_closesocket(fd);
+	}
+	bufferevent_free(bev);
+}
+
 static void
 api_conn_free(struct api_conn *c)
 {
@@ -260,7 +277,7 @@ api_conn_free(struct api_conn *c)
 		event_free(c->timer);
 	if (c->resume != NULL)
 		event_free(c->resume);
-	bufferevent_free(c->bev);
+	api_bev_free(c->bev);
 	free(c);
 }
 
@@ -825,7 +842,7 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->resume = event_new(base, -1, 0, api_resume_cb, c);
 	if (c->bev == NULL || c->timer == NULL || c->resume == NULL) {
 		if (c->bev != NULL)
-			bufferevent_free(c->bev);
+			api_bev_free(c->bev);
 		else
 			close(fd);
 		if (c->timer != NULL)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -366,6 +367,29 @@ agent_event_log_cb(int severity, const char *msg)
 		log_debug("libevent: %s", msg);
 }
 
+/*
+ * Grows the descriptor table now, while the process has one thread. Linux
+ * grows it by doubling when a descriptor above its size is opened, and in a
+ * process with threads (ZooKeeper's) each growth waits for an RCU grace
+ * period: measured here, the loop stood still long enough under a flood of
+ * local clients for 4,096 of them to fill the listen backlog, so that the
+ * app's own connect was refused. The API holds at most API_MAX_CONNS +
+ * API_MAX_CLOSING connections, so the table is made ready for 1024, or the
+ * descriptor limit if that is lower.
+ */
+static void
+agent_reserve_fds(void)
+{
+	struct rlimit rl;
+	int want = 1024, fd;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)want)
+		want = (int)rl.rlim_cur;
+	if ((fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, want - 1)) != -1)
+		close(fd);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -422,6 +446,8 @@ main(int argc, char *argv[])
 	log_init(agent.conf->log_level, agent.conf->log_format);
 	event_set_log_callback(agent_event_log_cb);
 	signal(SIGPIPE, SIG_IGN);
+
+	agent_reserve_fds();
 
 	/* ZooKeeper's threads wake the loop: libevent must be thread-aware. */
 	if (evthread_use_pthreads() == -1)

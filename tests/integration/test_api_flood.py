@@ -9,6 +9,15 @@ import apiflood
 from zkharness import SLOW, free_port
 
 
+def fdsize(pid):
+    """The size of a process's descriptor table (it only grows)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("FDSize:"):
+                return int(line.split()[1])
+    raise AssertionError("no FDSize in /proc/%d/status" % pid)
+
+
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
 def test_app_is_answered_through_a_flood(agents, transport):
     apiflood.raise_nofile(8192)
@@ -16,6 +25,7 @@ def test_app_is_answered_through_a_flood(agents, transport):
     a1 = agents.new("a1", listen="127.0.0.1:%d" % port, log_level="info")
     s = a1.wait_for(lambda s: s["is_leader"], 20, what="a1 leads")
     target = ("unix", a1.socket) if transport == "unix" else ("tcp", port)
+    fdsize0 = fdsize(a1.pid)
     app = apiflood.AppPoller(target, interval=0.005, timeout=2.0 * SLOW).start()
     try:
         counts = apiflood.run_flood(target, rounds=2, hold_seconds=1.0)
@@ -28,14 +38,20 @@ def test_app_is_answered_through_a_flood(agents, transport):
     lost = [p for p in polls if p.is_leader is not True or p.epoch != s["epoch"]]
     assert not lost, "leadership not kept: %r" % lost[:10]
     assert len(polls) >= 100, "too few polls to mean anything: %d" % len(polls)
-    # The flood itself was delivered, most of it. When the agent falls
-    # behind (an ASan build, or a loaded 2-core machine: once a plain build
-    # in CI, 1,406 of 16,000), the churner fills the listen backlog and the
-    # kernel refuses its next connects at once (EAGAIN); the app's polls
-    # were all answered even then (a sequential app has at most one connect
-    # queued at a time).
+    # The flood itself was delivered, nearly all of it. The kernel refuses a
+    # connect at once (EAGAIN) only while the listen backlog (4,096) is full:
+    # when the agent stood still. It used to, twice in CI (1,405 of 16,000
+    # refused, and then the app's polls too): each growth of the descriptor
+    # table in a process with threads waits for an RCU grace period, and
+    # libevent closed freed sockets only after a whole burst of accepts. An
+    # ASan build on 2 cores can fall behind the churner a little (141 seen).
     made = counts["churned"] + counts["half-sent held"] + counts["garbage"]
-    assert counts["connect failed"] <= (made + counts["connect failed"]) // 4, counts
+    assert counts["connect failed"] <= (made + counts["connect failed"]) // 50, counts
+    # The agent's descriptor table did not grow under the flood: it was
+    # made big enough at start, and closed connections give their
+    # descriptors back at once.
+    assert fdsize(a1.pid) == fdsize0, "descriptor table grew from %d to %d" % (
+        fdsize0, fdsize(a1.pid))
     # And it is serving normally afterwards.
     a1.wait_for(lambda d: d["is_leader"] and d["epoch"] == s["epoch"], 10,
                 what="a1 still leads with its epoch")
