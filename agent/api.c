@@ -247,8 +247,9 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 
 /*
  * libevent closes a freed bufferevent's socket only when its finalizer
- * runs, after the current callback; in one burst of accepts that left
- * thousands of closed connections holding descriptors. Close it now.
+ * runs, after the current callback; in one burst of accepts, hundreds of
+ * closed connections held their descriptors (1,182 open at once, against
+ * the 256 + 256 connections the API keeps). Close it now.
  */
 static void
 api_bev_free(struct bufferevent *bev)
