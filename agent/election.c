@@ -71,6 +71,33 @@ election_phase_name(enum election_phase p)
 }
 
 const char *
+election_server_name(enum election_server s)
+{
+	switch (s) {
+	case SERVER_VOTING:	return "voting";
+	case SERVER_OBSERVER:	return "observer";
+	default:		return "unknown";
+	}
+}
+
+const char *
+election_bar_name(enum election_bar b)
+{
+	switch (b) {
+	case BAR_OBSERVER:
+		return "connected to an observer: leading needs a voting server";
+	case BAR_SHORT_TIMEOUT:
+		return "session timeout below twice zookeeper.tick_time: "
+		    "no lease can be proven";
+	case BAR_EPOCH_BACKWARDS:
+		return "ZooKeeper's zxid went below an epoch this agent led "
+		    "under (restored from an older snapshot?)";
+	default:
+		return NULL;
+	}
+}
+
+const char *
 election_action_name(enum election_action_type t)
 {
 	static const char *const names[] = {
@@ -104,31 +131,20 @@ election_node_seq(const char *name)
 /* --- The session lease (rule 2). --- */
 
 /*
- * Only the ZooKeeper leader expires sessions. It sets a session's expiry to
- * (its clock when it processes a touch) + T, rounded up to a tick. A client
- * of a follower F is touched only when F reports the requests it received,
- * which it does every tickTime/2; the touches F took since its last report
- * are lost if F stops. So if F stops right after relaying our renewal sent
- * at s, the last touch the leader processed is for a request that reached F
- * at least tickTime/2 before s did. When a request reached F we do not
- * know (TCP may hold it through a short cut and deliver it just before s),
- * but F touched it before it answered it. We assume tickTime/2 <= T/6
- * (tickTime <= T/3), and call q the latest request of ours answered at or
- * before s - T/5 on this connection (a report comes every T/6 at most; the
- * T/30 more is for the jitter of the ZooKeeper leader's pings, which at
- * tickTime = T/3, ZooKeeper's 2 s tick under a 6 s session, would otherwise
- * miss the window): the session then lives at least until (q's send time)
- * + T. The lease ends T/6 before that, and never later than s + 2T/3; the
- * T/6 covers differences in clock rate, our loop's delays and the
- * round-up. Renewing T/5 after the last renewal was answered keeps q = that
- * renewal, so the lease is about s + 19T/30. The ring below keeps the send
- * times of this connection's requests and, for those whose answer we see,
- * when they were answered; a request sent on an earlier connection counts
- * for nothing (its server may be the one that stopped). One touch needs no
- * report: the ZooKeeper leader creates a session itself, expiring it no
- * sooner than T after, and it cannot have done so before we opened the
- * handle that asked for it; so the opening time counts as q for the whole
- * session. (The simulator in tests/sim found each of these refinements.)
+ * The arithmetic is lease.c's (doc/design.md, "The lease"); here is what
+ * feeds it. The ring below keeps the send times of this connection's
+ * requests and, for those whose answer we see, when they were answered; a
+ * request sent on an earlier connection counts for nothing (its server may
+ * be the one that stopped). One touch needs no report: the ZooKeeper
+ * leader creates a session itself, expiring it no sooner than T after, and
+ * it cannot have done so before we opened the handle that asked for it;
+ * so the opening time counts as an anchor for the whole session. T is the
+ * smallest timeout the session was ever negotiated with: a server touches
+ * with the timeout negotiated on its connection, and a new ZooKeeper
+ * leader restores the one the session was created with. Nothing is earned
+ * through an observer, whose touches reach the ZooKeeper leader through
+ * another server a report later. (The simulator in tests/sim found each of
+ * these.)
  */
 static bool
 election_is_request(enum election_action_type t)
@@ -159,6 +175,8 @@ election_note_acked(struct election *e, uint64_t s)
 {
 	int i;
 
+	if (s > e->last_answer_sent)
+		e->last_answer_sent = s;
 	for (i = e->nsent - 1; i >= 0; i--)
 		if (e->sent[i] == s) {
 			if (e->acked[i] == 0)
@@ -171,29 +189,42 @@ election_note_acked(struct election *e, uint64_t s)
 static uint64_t
 election_lease_until(const struct election *e, uint64_t s)
 {
-	uint64_t t = (uint64_t)e->timeout_ms, report = t / 5, margin = t / 6;
-	uint64_t until, cap = s + t * 2 / 3;
-	int i;
-	uint64_t q = e->session_born;
+	uint64_t t = (uint64_t)e->timeout_ms;
 
 	if (e->lease_naive)
-		return cap;
-	for (i = e->nsent - 1; i >= 0; i--)
-		if (e->acked[i] != 0 && e->acked[i] + report <= s) {
-			if (e->sent[i] > q)
-				q = e->sent[i];
-			break;
-		}
-	if (q == 0 || q + t <= margin + s)
+		return s + t * 2 / 3;
+	if (e->server == SERVER_OBSERVER)
 		return 0;
-	until = q + t - margin;
-	return until < cap ? until : cap;
+	return lease_until(&e->shape, e->sent, e->acked, e->nsent,
+	    e->session_born, s);
 }
 
 static uint64_t
 election_renew_every(const struct election *e)
 {
 	return (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+}
+
+/* The next renewal, this long after the last answer (it anchors the next). */
+static uint64_t
+election_renew_after(const struct election *e)
+{
+	return e->lease_naive ? (uint64_t)e->timeout_ms / 5 : e->shape.renew;
+}
+
+/* A renewal or a reconnection unanswered this long is stalled: move on. */
+static uint64_t
+election_kick_after(const struct election *e)
+{
+	return e->lease_naive ? (uint64_t)e->timeout_ms / 6 : e->shape.kick;
+}
+
+/* The lease's figures follow T: the session's smallest timeout. */
+static void
+election_set_timeout(struct election *e, int timeout_ms)
+{
+	e->timeout_ms = timeout_ms;
+	lease_shape(&e->shape, (uint64_t)timeout_ms, (uint64_t)e->tick_ms);
 }
 
 /* --- Actions. --- */
@@ -235,7 +266,12 @@ election_set_role(struct election *e, enum election_role role,
 	a->to = role;
 	a->reason = reason;
 	a->wait = wait;
+	a->node_stands = wait;	/* a release: the node goes after EV_NOTIFIED */
 	if (e->role == ELECTION_LEADER) {
+		/* Rule 10: whatever comes next, our node goes only once the
+		 * app has heard of this loss (EV_NOTIFIED). */
+		a->wait = true;
+		e->app_owed = true;
 		if (e->epoch > e->spent_epoch)
 			e->spent_epoch = e->epoch;
 		e->epoch = 0;
@@ -255,14 +291,12 @@ election_set_role(struct election *e, enum election_role role,
 static void
 election_watch_claim(struct election *e, struct election_actions *out)
 {
+	if (e->claim_reads < ELECTION_READS_MAX)
+		e->claim_read_sent[e->claim_reads] = e->now;
 	e->claim_reads++;
-	e->claim_read_sent = e->now;
-	if (e->candidate)
-		election_push(e, out, ACT_READ_CLAIM, NULL);
-	else {
-		e->claim_owed = false;
-		election_push(e, out, ACT_WATCH_CLAIM, NULL);
-	}
+	e->claim_owed = false;
+	election_push(e, out, e->candidate ? ACT_READ_CLAIM : ACT_WATCH_CLAIM,
+	    NULL);
 }
 
 static void
@@ -406,6 +440,24 @@ election_forget_session(struct election *e)
 	election_forget_view(e);
 }
 
+/*
+ * A reconnect negotiated a smaller timeout (a server with a lower
+ * maxSessionTimeout): its revalidation touched the session with it, which
+ * can bring the expiry forward. A larger one counts for nothing: a new
+ * ZooKeeper leader restores the timeout the session was created with.
+ */
+static void
+election_shrink(struct election *e, int timeout_ms)
+{
+	uint64_t until;
+
+	election_set_timeout(e, timeout_ms);
+	until = lease_after_shrink(e->last_answer_sent, (uint64_t)timeout_ms,
+	    (uint64_t)e->tick_ms);
+	if (e->lease_deadline > until)
+		e->lease_deadline = until;
+}
+
 static void
 election_on_session(struct election *e, const struct election_event *ev,
     struct election_actions *out)
@@ -420,6 +472,8 @@ election_on_session(struct election *e, const struct election_event *ev,
 	election_next_gen(e);
 	e->nsent = 0;		/* a new connection: earlier sends count no more */
 	e->claim_reads = 0;
+	memset(e->claim_read_sent, 0, sizeof(e->claim_read_sent));
+	e->server = SERVER_UNKNOWN;
 
 	switch (ev->session) {
 	case SESSION_CONNECTED:
@@ -428,10 +482,13 @@ election_on_session(struct election *e, const struct election_event *ev,
 			election_lose(e, ELECTION_UNKNOWN, "new session", out);
 			election_forget_session(e);
 		}
-		if (e->session_id != ev->session_id)
+		if (e->session_id != ev->session_id) {
 			e->session_born = ev->sent;
+			e->last_answer_sent = 0;
+			election_set_timeout(e, ev->timeout_ms);
+		} else if (ev->timeout_ms < e->timeout_ms)
+			election_shrink(e, ev->timeout_ms);
 		e->session_id = ev->session_id;
-		e->timeout_ms = ev->timeout_ms;
 		e->backoff_ms = 0;
 		if (e->role == ELECTION_LEADER && e->phase == PHASE_LEADING) {
 			/*
@@ -981,9 +1038,23 @@ election_try_lead(struct election *e, const char *reason,
     struct election_actions *out)
 {
 	if ((e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING) ||
-	    e->term_epoch == 0 || e->now + election_renew_every(e) +
-	    (uint64_t)e->timeout_ms / 6 >= e->lease_deadline)
+	    e->term_epoch == 0 || e->now + (e->lease_naive ?
+	    election_renew_every(e) + (uint64_t)e->timeout_ms / 6 :
+	    e->shape.start) >= e->lease_deadline)
 		return;
+	if (!e->lease_naive && e->term_epoch <= e->spent_epoch) {
+		/*
+		 * A claim below an epoch we already led under: ZooKeeper's
+		 * history went back (a restore from an older snapshot). The
+		 * app was told a higher epoch; never publish a lower one.
+		 * Claim again later (each claim is a newer zxid).
+		 */
+		e->epoch_behind = true;
+		e->term_epoch = 0;
+		election_retry(e, out);
+		return;
+	}
+	e->epoch_behind = false;
 	e->phase = PHASE_LEADING;
 	e->epoch = e->term_epoch;
 	e->term_epoch = 0;
@@ -1170,7 +1241,7 @@ election_on_ahead(struct election *e, const struct election_event *ev,
 
 static void
 election_on_claim_data(struct election *e, const struct election_event *ev,
-    struct election_actions *out)
+    uint64_t sent, struct election_actions *out)
 {
 	bool current = ev->gen == e->gen;
 	uint64_t before;
@@ -1190,7 +1261,8 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 		return;
 	}
 	before = e->claim_epoch;
-	election_note_acked(e, e->claim_read_sent);
+	if (sent != 0)
+		election_note_acked(e, sent);
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
 	if (e->claim_epoch != before && before != 0)
 		election_check_ahead(e, out);
@@ -1250,8 +1322,8 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	election_note_acked(e, e->renew_sent);
 	/* The next renewal T/5 after this answer: this one is its q. */
 	if (e->next_renew != 0 &&
-	    e->next_renew < e->now + (uint64_t)e->timeout_ms / 5)
-		e->next_renew = e->now + (uint64_t)e->timeout_ms / 5;
+	    e->next_renew < e->now + election_renew_after(e))
+		e->next_renew = e->now + election_renew_after(e);
 	rtt = ev->now - e->renew_sent;
 	e->renewals++;
 	e->renewal_ms_total += rtt;
@@ -1400,6 +1472,16 @@ election_release(struct election *e, const char *reason,
 		election_set_role(e, ELECTION_UNKNOWN, reason, false, out);
 	else if (e->role == ELECTION_UNKNOWN && e->session == SESSION_CONNECTED)
 		election_set_role(e, ELECTION_FOLLOWER, reason, false, out);
+	if (e->app_owed) {
+		/*
+		 * An earlier term ended without a release (a lapse, a drop
+		 * under step_down) and the app is still being told: its
+		 * hook runs, its child stops. Our node, which may have
+		 * outlived that term, goes only after (rule 10).
+		 */
+		e->phase = PHASE_RELEASING;
+		return;
+	}
 	election_let_go(e, out);
 }
 
@@ -1504,12 +1586,64 @@ election_polling(const struct election *e)
 	    (e->phase == PHASE_WATCHING || e->phase == PHASE_HOLDING);
 }
 
+/* Whether we need a lease: leading, taking over, or next in line. */
+static bool
+election_wants_lease(const struct election *e)
+{
+	return e->candidate && (e->phase == PHASE_LEADING ||
+	    e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING ||
+	    (e->phase == PHASE_WATCHING && e->next_renew != 0));
+}
+
+/* When the next move off an observer is due, or 0. */
+static uint64_t
+election_observer_kick_at(const struct election *e)
+{
+	if (e->server != SERVER_OBSERVER || e->session != SESSION_CONNECTED ||
+	    !election_wants_lease(e))
+		return 0;
+	if (e->last_observer_kick == 0)
+		return e->now;
+	return e->last_observer_kick + (uint64_t)e->timeout_ms;
+}
+
+/*
+ * An observer behind an ObserverMaster reports our touches to a follower,
+ * which reports them to the ZooKeeper leader a report later: the lease's
+ * anchor would need a whole tickTime, not half of one. Nothing is earned
+ * through it (election_lease_until); a candidate that needs a lease drops
+ * the connection so that the client moves to the next server, at most once
+ * per T (with only observers to go to, it never leads, and says so).
+ */
+static void
+election_leave_observer(struct election *e, struct election_actions *out)
+{
+	uint64_t at = election_observer_kick_at(e);
+
+	if (at == 0 || e->now < at)
+		return;
+	e->last_observer_kick = e->now;
+	e->kicks++;
+	election_push(e, out, ACT_KICK, "observer");
+}
+
+static void
+election_on_server(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	if (e->session != SESSION_CONNECTED)
+		return;
+	e->server = ev->server;
+	election_leave_observer(e, out);
+}
+
 static void
 election_on_tick(struct election *e, struct election_actions *out)
 {
 	uint64_t now = e->now, every = election_renew_every(e);
-	uint64_t sixth = (uint64_t)e->timeout_ms / 6;
+	uint64_t sixth = election_kick_after(e);
 
+	election_leave_observer(e, out);
 	if (e->phase == PHASE_LEADING) {
 		if (now >= e->lease_deadline) {
 			election_lapse(e, out);
@@ -1614,6 +1748,7 @@ election_is_current(const struct election *e, const struct election_event *ev)
 	case EV_RESIGN:
 	case EV_STOP:
 	case EV_NOTIFIED:
+	case EV_SERVER:		/* the driver sends it for this connection only */
 	case EV_PRED_CHANGED:
 	case EV_SELF_CHANGED:
 	case EV_CLAIM_CHANGED:
@@ -1626,14 +1761,37 @@ election_is_current(const struct election *e, const struct election_event *ev)
 	}
 }
 
+/*
+ * Replies come in the order the reads were sent, so the oldest read in
+ * flight is the one answered. (If a failed read of a closed connection is
+ * counted against a newer one, an older send time is credited: the safe
+ * way round.)
+ */
+static uint64_t
+election_pop_claim_read(struct election *e)
+{
+	uint64_t sent;
+
+	if (e->claim_reads <= 0)
+		return 0;
+	sent = e->claim_read_sent[0];
+	memmove(&e->claim_read_sent[0], &e->claim_read_sent[1],
+	    (ELECTION_READS_MAX - 1) * sizeof(e->claim_read_sent[0]));
+	e->claim_read_sent[ELECTION_READS_MAX - 1] = 0;	/* not kept: unknown */
+	e->claim_reads--;
+	return sent;
+}
+
 static void
 election_dispatch(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
+	uint64_t claim_sent = 0;
+
 	if (e->phase == PHASE_STOPPED)
 		return;
-	if (ev->type == EV_CLAIM_DATA && e->claim_reads > 0)
-		e->claim_reads--;
+	if (ev->type == EV_CLAIM_DATA)
+		claim_sent = election_pop_claim_read(e);
 	/* A lease that ran out ends the term before anything else is
 	 * applied: a reply older than the deadline must not revive it. */
 	if (e->phase == PHASE_LEADING && ev->type != EV_TICK &&
@@ -1671,7 +1829,7 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_renewed(e, ev, out);
 		break;
 	case EV_CLAIM_DATA:
-		election_on_claim_data(e, ev, out);
+		election_on_claim_data(e, ev, claim_sent, out);
 		break;
 	case EV_CLAIM_CHANGED:
 		election_on_claim_changed(e, out);
@@ -1703,8 +1861,12 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_stop(e, out);
 		break;
 	case EV_NOTIFIED:
+		e->app_owed = false;
 		if (e->phase == PHASE_RELEASING)
 			election_let_go(e, out);
+		break;
+	case EV_SERVER:
+		election_on_server(e, ev, out);
 		break;
 	}
 }
@@ -1767,6 +1929,15 @@ election_report(const struct election *e, struct election_report *r)
 	r->candidates = e->candidates;
 	r->position = e->position;
 	r->holding = e->phase == PHASE_HOLDING;
+	if (!e->candidate || e->role == ELECTION_LEADER)
+		r->bar = BAR_NONE;
+	else if (e->epoch_behind)
+		r->bar = BAR_EPOCH_BACKWARDS;
+	else if (!e->lease_naive && e->timeout_ms > 0 && !e->shape.ok)
+		r->bar = BAR_SHORT_TIMEOUT;
+	else if (e->server == SERVER_OBSERVER &&
+	    e->session == SESSION_CONNECTED)
+		r->bar = BAR_OBSERVER;
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->id);
@@ -1794,7 +1965,7 @@ election_report(const struct election *e, struct election_report *r)
 uint64_t
 election_next_tick(const struct election *e)
 {
-	uint64_t t = 0, sixth = (uint64_t)e->timeout_ms / 6;
+	uint64_t t = 0, sixth = election_kick_after(e);
 
 #define EARLIEST(x) do { if ((x) != 0 && (t == 0 || (x) < t)) t = (x); } while (0)
 	if (e->phase == PHASE_LEADING) {
@@ -1810,6 +1981,7 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);
+	EARLIEST(election_observer_kick_at(e));
 	EARLIEST(e->retry_at);
 #undef EARLIEST
 	return t;

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lease.h"
+
 #define ELECTION_NAME_MAX	128	/* a contender node name, without the path */
 #define ELECTION_ID_MAX		256	/* an agent id, as stored in node data */
 #define ELECTION_VALUE_MAX	1025	/* election.value, with its NUL */
@@ -19,6 +21,7 @@
 #define ELECTION_UUID_LEN	36
 #define ELECTION_ACTIONS_MAX	10
 #define ELECTION_SENT_RING	32	/* request send times kept for the lease */
+#define ELECTION_READS_MAX	8	/* claim reads in flight, by send time */
 /*
  * After a release that named a successor, our next write (a rejoin's
  * create, the session's close) waits this long: a server serves reads behind
@@ -40,6 +43,21 @@ enum election_session {
 	SESSION_AUTH_FAILED,
 	SESSION_READONLY,
 	SESSION_CLOSED,
+};
+
+/* What the server we are connected to is (zk.c asks it). */
+enum election_server {
+	SERVER_UNKNOWN,		/* not asked yet, or it would not say */
+	SERVER_VOTING,		/* leader, follower or standalone */
+	SERVER_OBSERVER,	/* relays touches: no lease through it */
+};
+
+/* Why a candidate that could lead does not: reported, logged once. */
+enum election_bar {
+	BAR_NONE,
+	BAR_OBSERVER,		/* connected to an observer */
+	BAR_SHORT_TIMEOUT,	/* T < 2 x zookeeper.tick_time */
+	BAR_EPOCH_BACKWARDS,	/* our claim's zxid is below an epoch we led under */
 };
 
 enum election_phase {
@@ -83,6 +101,7 @@ enum election_event_type {
 	EV_RESIGN,		/* hold_ms */
 	EV_STOP,
 	EV_NOTIFIED,		/* the app has been told of a loss */
+	EV_SERVER,		/* server: what the connected server is */
 };
 
 struct election_event {
@@ -106,6 +125,7 @@ struct election_event {
 	uint64_t	 hold_ms;
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
 	bool		 deleted;	/* watch said the node was deleted */
+	enum election_server server;	/* EV_SERVER */
 };
 
 enum election_action_type {
@@ -125,7 +145,8 @@ enum election_action_type {
 	ACT_RELEASE,		/* multi: [check successor], delete name,
 				   [setData(path, data)] */
 	ACT_CHECK_AHEAD,	/* exists name (no watch): the first node ahead */
-	ACT_KICK,		/* drop the connection to a stalled server */
+	ACT_KICK,		/* drop the connection to a stalled server (or,
+				   with name "observer", to an observer) */
 	ACT_NEW_SESSION,	/* close the handle, open a fresh one */
 	ACT_NOTIFY,		/* role changed: log it, tell the app */
 	ACT_EXIT,		/* stopped: leave the loop */
@@ -145,7 +166,8 @@ struct election_action {
 	/* ACT_NOTIFY */
 	enum election_role from, to;
 	const char	*reason;
-	bool		 wait;		/* answer with EV_NOTIFIED */
+	bool		 wait;		/* answer with EV_NOTIFIED: every loss
+					   of leadership; a release waits for it */
 	bool		 node_stands;	/* a loss after which our node (and so
 					   no successor) stands until the lease
 					   deadline: the child may get time */
@@ -170,6 +192,7 @@ struct election_report {
 	int		 candidates;
 	int		 position;	/* ours among contenders, -1 if none */
 	bool		 holding;	/* resigned, waiting out the hold */
+	enum election_bar bar;		/* why we do not lead, if we could */
 };
 
 struct election {
@@ -183,13 +206,19 @@ struct election {
 					   T/5 after the last answer; 3 (with
 					   lease_naive) is the old agent */
 	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
+	int		 tick_ms;	/* zookeeper.tick_time; 0 = assume T/2 */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
 	void		*uuid_arg;
 
 	/* session */
 	enum election_session session;
 	int64_t		 session_id;
-	int		 timeout_ms;		/* negotiated T */
+	int		 timeout_ms;		/* T: the smallest timeout this
+						   session was negotiated with */
+	struct lease_shape shape;		/* the lease's figures for T */
+	enum election_server server;		/* of this connection */
+	uint64_t	 last_answer_sent;	/* latest send time of a request
+						   answered in this session */
 	uint64_t	 gen;			/* rule 7 */
 	uint64_t	 sent[ELECTION_SENT_RING]; /* requests on this connection */
 	uint64_t	 acked[ELECTION_SENT_RING]; /* when answered, 0 = not known */
@@ -220,6 +249,7 @@ struct election {
 	bool		 kicked;	/* this renewal's connection was kicked */
 	uint64_t	 riding_since;	/* leading through a disconnect since */
 	uint64_t	 last_kick;
+	uint64_t	 last_observer_kick;
 	uint64_t	 renewals;		/* acknowledged, and their */
 	uint64_t	 renewal_ms_total;	/* round trips summed, */
 	uint64_t	 renewal_ms_max;	/* and the slowest */
@@ -245,7 +275,8 @@ struct election {
 	uint64_t	 term_epoch;	/* named or claimed; 0 = none yet */
 	bool		 claim_inflight;
 	uint64_t	 claim_sent;
-	uint64_t	 claim_read_sent; /* the last read of the election node */
+	uint64_t	 claim_read_sent[ELECTION_READS_MAX]; /* reads of the
+					   election node in flight, oldest first */
 	uint64_t	 spent_epoch;	/* the highest epoch we have led under */
 	int		 claim_reads;	/* reads of the election node in flight */
 	bool		 claim_owed;	/* the election node's watch is not set */
@@ -258,6 +289,9 @@ struct election {
 	uint64_t	 backoff_ms;
 	uint64_t	 hold_until;
 	bool		 stopping;
+	bool		 app_owed;	/* a loss the app has not finished
+					   hearing of (no EV_NOTIFIED yet) */
+	bool		 epoch_behind;	/* BAR_EPOCH_BACKWARDS */
 
 	/* reporting */
 	uint64_t	 now;		/* of the event being applied */
@@ -297,5 +331,8 @@ const char *election_role_name(enum election_role role);
 const char *election_session_name(enum election_session s);
 const char *election_phase_name(enum election_phase p);
 const char *election_action_name(enum election_action_type t);
+const char *election_server_name(enum election_server s);
+/* Why a candidate does not lead, in words; NULL for BAR_NONE. */
+const char *election_bar_name(enum election_bar b);
 
 #endif

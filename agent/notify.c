@@ -654,7 +654,7 @@ notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 static bool
 notify_node_may_stand(const struct election_action *a)
 {
-	return a->wait || a->node_stands;
+	return a->node_stands;
 }
 
 static void

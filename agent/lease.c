@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lease arithmetic of doc/design.md, "The lease". Only the ZooKeeper
+ * leader expires a session: at (its clock when it processed the last
+ * touch) + T, rounded up to a tick. In short:
+ *  - a request answered by a follower was touched there before it was
+ *    answered, and reached the ZooKeeper leader in the follower's next
+ *    report (every tickTime/2, some jitter: R = 3X/5 in all) if the
+ *    follower was still alive R later, which an answer to a later request
+ *    sent R after shows: so the request q, answered R before a renewal
+ *    sent at s, holds the session until q + T;
+ *  - a deposed ZooKeeper leader (or a follower still behind it) answers
+ *    for up to a tick after its successor took over and reset every
+ *    session's clock to T from then: so a renewal answered at all holds the
+ *    session until s - X + T, and no later;
+ *  - the lease ends M = T/6 before the earlier of the two (clock rates, our
+ *    own delays), and never more than 2T/3 after s.
+ */
+#include "lease.h"
+
+static uint64_t
+lease_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+void
+lease_shape(struct lease_shape *ls, uint64_t T, uint64_t tick)
+{
+	ls->T = T;
+	ls->X = tick != 0 ? tick : T / 2;
+	ls->ok = T > 0 && 2 * ls->X <= T;
+	ls->M = T / 6;
+	ls->R = ls->X * 3 / 5;
+	ls->span = ls->ok ? lease_min(T - ls->X - ls->M, T * 2 / 3) : 0;
+	/* Renew T/5 after the last answer (R if longer: that answer is the
+	 * next renewal's anchor), at least twice per span. */
+	ls->renew = lease_min(ls->R > T / 5 ? ls->R : T / 5, ls->span / 2);
+	ls->kick = lease_min(T / 6, (ls->span - ls->renew) / 2);
+	ls->start = ls->renew + T / 12;
+}
+
+uint64_t
+lease_until(const struct lease_shape *ls, const uint64_t *sent,
+    const uint64_t *acked, int n, uint64_t born, uint64_t s)
+{
+	uint64_t q = born, until;
+	int i;
+
+	if (!ls->ok)
+		return 0;
+	for (i = n - 1; i >= 0; i--)
+		if (acked[i] != 0 && acked[i] + ls->R <= s) {
+			if (sent[i] > q)
+				q = sent[i];
+			break;
+		}
+	if (q == 0 || q + ls->T <= ls->M + s)
+		return 0;
+	until = lease_min(q + ls->T - ls->M, s + ls->span);
+	return until;
+}
+
+uint64_t
+lease_after_shrink(uint64_t last_answer_sent, uint64_t T_new, uint64_t tick)
+{
+	struct lease_shape ls;
+
+	lease_shape(&ls, T_new, tick);
+	if (!ls.ok || last_answer_sent == 0)
+		return 0;
+	return last_answer_sent + ls.T - ls.M;
+}
