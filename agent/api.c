@@ -236,10 +236,18 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	} else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
-	    "\"hold_remaining_ms\":%" PRIu64 ",\"index\":%" PRIu64
-	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}}\n",
-	    r.candidates, r.position, election_hold_remaining(e, now), e->index,
-	    election_session_name(r.session), r.timeout_ms);
+	    "\"hold_remaining_ms\":%" PRIu64 ",\"reason\":",
+	    r.candidates, r.position, election_hold_remaining(e, now));
+	/* Why a candidate that could lead does not (null: nothing bars it). */
+	if (r.bar != BAR_NONE)
+		api_json_string(out, election_bar_name(r.bar));
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"index\":%" PRIu64
+	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d,"
+	    "\"server\":\"%s\"}}\n", e->index,
+	    election_session_name(r.session), r.timeout_ms,
+	    election_server_name(r.server));
 }
 
 /* ------------------------------------------------------------------ */

@@ -99,6 +99,8 @@ static const struct key zookeeper_keys[] = {
 	{ "servers", K_STRING, F(zk_servers), true, check_servers, NULL, 0, 0 },
 	{ "session_timeout", K_DURATION, F(zk_session_timeout_ms), false, NULL, NULL,
 	    SESSION_MIN_MS, SESSION_MAX_MS },
+	{ "tick_time", K_DURATION, F(zk_tick_ms), false, NULL, NULL,
+	    1, SESSION_MAX_MS / 2 },
 	{ "auth", K_SECTION, 0, false, NULL, auth_keys, 0, 0 },
 	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
 };

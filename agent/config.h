@@ -25,6 +25,7 @@ struct config {
 	/* zookeeper: */
 	char		*zk_servers;		/* "h:p,h:p/chroot"; required */
 	uint64_t	 zk_session_timeout_ms;	/* requested; default 6000 */
+	uint64_t	 zk_tick_ms;	/* the servers' tickTime; 0 = not known */
 	char		*zk_auth_scheme;	/* NULL when no auth */
 	char		*zk_auth_credentials;
 

@@ -1929,6 +1929,7 @@ election_report(const struct election *e, struct election_report *r)
 	r->candidates = e->candidates;
 	r->position = e->position;
 	r->holding = e->phase == PHASE_HOLDING;
+	r->server = e->session == SESSION_CONNECTED ? e->server : SERVER_UNKNOWN;
 	if (!e->candidate || e->role == ELECTION_LEADER)
 		r->bar = BAR_NONE;
 	else if (e->epoch_behind)

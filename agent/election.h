@@ -193,6 +193,7 @@ struct election_report {
 	int		 position;	/* ours among contenders, -1 if none */
 	bool		 holding;	/* resigned, waiting out the hold */
 	enum election_bar bar;		/* why we do not lead, if we could */
+	enum election_server server;	/* what the connected server is */
 };
 
 struct election {

@@ -240,6 +240,8 @@ agent_reload(struct agent *agent)
 #undef NEEDS_RESTART
 	if (old->zk_session_timeout_ms != new->zk_session_timeout_ms)
 		log_warnx("reload: zookeeper.session_timeout changed; it takes a restart");
+	if (old->zk_tick_ms != new->zk_tick_ms)
+		log_warnx("reload: zookeeper.tick_time changed; it takes a restart");
 	if (old->election_candidate != new->election_candidate)
 		log_warnx("reload: election.candidate changed; it takes a restart");
 	if (old->api_socket_mode != new->api_socket_mode)
@@ -461,6 +463,7 @@ main(int argc, char *argv[])
 	election_init(&agent.election, agent.conf->election_id,
 	    agent.conf->election_value, agent.conf->election_candidate);
 	agent.election.step_down = agent.conf->election_step_down;
+	agent.election.tick_ms = (int)agent.conf->zk_tick_ms;
 	agent.election.uuid_gen = agent_uuid;
 
 	agent.ev_sigterm = evsignal_new(agent.base, SIGTERM, agent_signal_cb, &agent);

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <zookeeper/zookeeper.h>
 
@@ -112,11 +114,19 @@ struct zk {
 	uint64_t	 opened;	/* when the handle was opened */
 	struct event	*ev_nag;	/* "still not connected" */
 	uint64_t	 nag_since, nag_ms;
+	struct bufferevent *probe;	/* srvr to the server we are on */
+	uint64_t	 connects;	/* CONNECTED events: which connection */
+	uint64_t	 probe_connect;	/* ... the probe asks about */
+	char		 probe_peer[NI_MAXHOST + NI_MAXSERV + 2];
+	bool		 probe_warned;	/* "cannot tell" said once */
+	int		 told_timeout;	/* negotiated timeout last logged */
+	bool		 told_short;	/* "below twice tick_time" said */
 };
 
 static void	zk_perform(struct zk *, const struct election_action *);
 static int	zk_resolve_servers(struct zk *, bool);
 static void	zk_nag_start(struct zk *);
+static void	zk_probe_start(struct zk *);
 
 /* A step of the graceful handover, for tests/bench/breakdown.py. */
 static void
@@ -473,6 +483,47 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 	}
 }
 
+/*
+ * What the negotiated timeout means, said once per new value: ZooKeeper
+ * clamps the request into [minSessionTimeout, maxSessionTimeout] (2 and 20
+ * ticks by default), and the lease counts with the smallest timeout the
+ * session was ever given (a new ZooKeeper leader restores the first one).
+ */
+static void
+zk_log_timeout(struct zk *zk, int negotiated)
+{
+	const struct config *conf = zk->agent->conf;
+	const struct election *e = &zk->agent->election;
+	int asked = (int)conf->zk_session_timeout_ms;
+
+	if (negotiated != zk->told_timeout) {
+		zk->told_timeout = negotiated;
+		if (negotiated > asked)
+			log_warnx("zookeeper: the server raised the session "
+			    "timeout from %d to %d ms (its minSessionTimeout): "
+			    "a crashed leader is replaced only after %d ms",
+			    asked, negotiated, negotiated);
+		else if (negotiated < asked)
+			log_warnx("zookeeper: the server lowered the session "
+			    "timeout from %d to %d ms (its maxSessionTimeout): "
+			    "the lease is shorter, and so is a ride through a "
+			    "disconnect", asked, negotiated);
+		if (e->timeout_ms < negotiated)
+			log_warnx("zookeeper: this session keeps counting with "
+			    "%d ms, the smallest timeout it was given (a new "
+			    "ZooKeeper leader restores the first)", e->timeout_ms);
+	}
+	if (!e->shape.ok && !zk->told_short) {
+		zk->told_short = true;
+		log_error("zookeeper: the session timeout (%d ms) is below "
+		    "twice zookeeper.tick_time (%" PRIu64 " ms), which "
+		    "ZooKeeper's defaults never negotiate: no lease can be "
+		    "proven, so this agent will not lead; check tick_time",
+		    e->timeout_ms, conf->zk_tick_ms);
+	} else if (e->shape.ok)
+		zk->told_short = false;
+}
+
 static void
 zk_apply(struct zk *zk, struct zk_msg *m)
 {
@@ -542,7 +593,14 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		log_debug("zookeeper: %s%s%s: %s", zk_kind_names[m->kind],
 		    m->name != NULL ? " " : "", m->name != NULL ? m->name : "",
 		    zerror(ev.rc));
+	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED)
+		zk->connects++;
 	zk_feed(zk, &ev);
+	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED &&
+	    zk->agent->election.session == SESSION_CONNECTED) {
+		zk_log_timeout(zk, ev.timeout_ms);
+		zk_probe_start(zk);
+	}
 }
 
 static void
@@ -919,49 +977,202 @@ zk_is_server(const struct zk *zk, const struct sockaddr_storage *ss)
 }
 
 /*
- * The leader's renewal has hung for T/6, or a reconnection attempt has:
- * the server may be stopped or cut off. The C client would wait 2T/3 of
- * silence before trying another one, by which time the lease is gone. The
- * client has no call to move on, so shut its socket down: its IO thread
- * sees the connection end, as it would if the server had reset it, and
- * reconnects to the next server within the same session.
+ * The client's socket to the server it is on: the one socket of ours whose
+ * peer is one of the configured servers (the client has no call that says
+ * which server it uses, safely from another thread). Returns the
+ * descriptor, or -1; fills peer.
  */
-static void
-zk_kick(struct zk *zk)
+static int
+zk_server_socket(struct zk *zk, int after, struct sockaddr_storage *peer,
+    socklen_t *plen)
 {
-	struct sockaddr_storage peer;
-	char host[NI_MAXHOST], port[NI_MAXSERV];
 	struct dirent *de;
 	struct stat st;
-	socklen_t len;
 	DIR *dir;
-	int fd;
+	int fd, found = -1;
 
 	if (zk->naddrs == 0)
 		zk_resolve_servers(zk, false);
 	if ((dir = opendir("/proc/self/fd")) == NULL) {
-		log_warn("zookeeper: cannot look for the stalled connection");
-		return;
+		log_warn("zookeeper: cannot look for the server connection");
+		return -1;
 	}
-	while ((de = readdir(dir)) != NULL) {
+	while (found == -1 && (de = readdir(dir)) != NULL) {
 		fd = atoi(de->d_name);
-		if (fd <= STDERR_FILENO || fd == dirfd(dir) ||
+		if (fd <= STDERR_FILENO || fd <= after || fd == dirfd(dir) ||
 		    fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode))
 			continue;
-		len = sizeof(peer);
-		memset(&peer, 0, sizeof(peer));
-		if (getpeername(fd, (struct sockaddr *)&peer, &len) == -1 ||
-		    !zk_is_server(zk, &peer))
-			continue;
-		if (getnameinfo((struct sockaddr *)&peer, len, host, sizeof(host),
-		    port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-			strcpy(host, "?");
-		log_warnx("zookeeper: no answer from %s:%s for %d ms; "
-		    "moving to another server", host, port,
-		    zk->agent->election.timeout_ms / 6);
-		shutdown(fd, SHUT_RDWR);
+		*plen = sizeof(*peer);
+		memset(peer, 0, sizeof(*peer));
+		if (getpeername(fd, (struct sockaddr *)peer, plen) == 0 &&
+		    zk_is_server(zk, peer) &&
+		    (zk->probe == NULL || fd != bufferevent_getfd(zk->probe)))
+			found = fd;
 	}
 	closedir(dir);
+	return found;
+}
+
+static void
+zk_peer_name(const struct sockaddr_storage *peer, socklen_t len, char *buf,
+    size_t size)
+{
+	char host[NI_MAXHOST], port[NI_MAXSERV];
+
+	if (getnameinfo((const struct sockaddr *)peer, len, host, sizeof(host),
+	    port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		snprintf(buf, size, "?");
+	else if (peer->ss_family == AF_INET6)
+		snprintf(buf, size, "[%s]:%s", host, port);
+	else
+		snprintf(buf, size, "%s:%s", host, port);
+}
+
+/*
+ * The leader's renewal has hung, or a reconnection attempt has: the server
+ * may be stopped or cut off. Or the server is an observer, through which
+ * no lease is earned. The C client would wait 2T/3 of silence before
+ * trying another one, by which time the lease is gone. The client has no
+ * call to move on, so shut its socket down: its IO thread sees the
+ * connection end, as it would if the server had reset it, and reconnects
+ * to the next server within the same session.
+ */
+static void
+zk_kick(struct zk *zk, bool observer)
+{
+	struct sockaddr_storage peer;
+	char name[NI_MAXHOST + NI_MAXSERV + 2];
+	socklen_t len;
+	int fd = -1;
+
+	while ((fd = zk_server_socket(zk, fd, &peer, &len)) != -1) {
+		zk_peer_name(&peer, len, name, sizeof(name));
+		if (observer)
+			log_warnx("zookeeper: %s is an observer, and no lease "
+			    "is earned through one; moving to another server",
+			    name);
+		else
+			log_warnx("zookeeper: no answer from %s for %" PRIu64
+			    " ms; moving to another server", name,
+			    zk->agent->election.shape.kick);
+		shutdown(fd, SHUT_RDWR);
+	}
+}
+
+/* --- What the server we are on is: srvr, a four-letter word. --- */
+
+#define ZK_PROBE_MAX	4096
+#define ZK_PROBE_MS	2000
+
+static void
+zk_probe_end(struct zk *zk)
+{
+	if (zk->probe != NULL)
+		bufferevent_free(zk->probe);
+	zk->probe = NULL;
+}
+
+/*
+ * srvr answers "Mode: leader|follower|observer|standalone" (ZooKeeper
+ * allows srvr alone by default, 4lw.commands.whitelist). If it will not
+ * say, the server is taken to vote, and the operator is told once what
+ * that assumes.
+ */
+static void
+zk_probe_done(struct zk *zk, const char *why)
+{
+	struct election *e = &zk->agent->election;
+	struct election_event ev;
+	char text[ZK_PROBE_MAX + 1], *mode;
+	ev_ssize_t n = 0;
+
+	if (zk->probe != NULL)
+		n = evbuffer_copyout(bufferevent_get_input(zk->probe), text,
+		    ZK_PROBE_MAX);
+	text[n > 0 ? n : 0] = '\0';
+	zk_probe_end(zk);
+	if (zk->probe_connect != zk->connects ||
+	    e->session != SESSION_CONNECTED)
+		return;		/* another connection by now */
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_SERVER;
+	ev.now = clock_now_ms();
+	ev.gen = e->gen;
+	mode = why == NULL ? strstr(text, "Mode: ") : NULL;
+	if (mode != NULL && strncmp(mode + 6, "observer", 8) == 0)
+		ev.server = SERVER_OBSERVER;
+	else if (mode != NULL && (strncmp(mode + 6, "leader", 6) == 0 ||
+	    strncmp(mode + 6, "follower", 8) == 0 ||
+	    strncmp(mode + 6, "standalone", 10) == 0))
+		ev.server = SERVER_VOTING;
+	else {
+		ev.server = SERVER_UNKNOWN;
+		if (!zk->probe_warned) {
+			zk->probe_warned = true;
+			log_warnx("zookeeper: cannot tell whether %s is an "
+			    "observer (srvr: %s); taking it for a voting server. "
+			    "Through an observer the lease would be too long: "
+			    "allow srvr (4lw.commands.whitelist) if the "
+			    "ensemble has observers", zk->probe_peer,
+			    why != NULL ? why : "no Mode line");
+		}
+	}
+	log_debug("zookeeper: %s is %s", zk->probe_peer,
+	    election_server_name(ev.server));
+	zk_feed(zk, &ev);
+}
+
+static void
+zk_probe_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct zk *zk = arg;
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	if (what & BEV_EVENT_EOF)
+		zk_probe_done(zk, NULL);
+	else if (what & BEV_EVENT_TIMEOUT)
+		zk_probe_done(zk, "no answer");
+	else
+		zk_probe_done(zk, evutil_socket_error_to_string(
+		    EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+zk_probe_read_cb(struct bufferevent *bev, void *arg)
+{
+	/* The answer ends with the connection; past the cap, it is not one. */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > ZK_PROBE_MAX)
+		zk_probe_done(arg, "answer too long");
+}
+
+/* Asks the server this connection is on what it is (EV_SERVER). */
+static void
+zk_probe_start(struct zk *zk)
+{
+	struct sockaddr_storage peer;
+	struct timeval tv = { ZK_PROBE_MS / 1000, (ZK_PROBE_MS % 1000) * 1000 };
+	socklen_t len;
+
+	zk_probe_end(zk);
+	if (zk_server_socket(zk, -1, &peer, &len) == -1)
+		return;		/* gone again: the next connection asks */
+	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
+	zk->probe_connect = zk->connects;
+	zk->probe = bufferevent_socket_new(zk->agent->base, -1,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (zk->probe == NULL) {
+		log_warnx("zookeeper: cannot ask %s what it is", zk->probe_peer);
+		return;
+	}
+	bufferevent_setcb(zk->probe, zk_probe_read_cb, NULL, zk_probe_event_cb,
+	    zk);
+	bufferevent_set_timeouts(zk->probe, &tv, &tv);
+	bufferevent_enable(zk->probe, EV_READ);
+	evbuffer_add(bufferevent_get_output(zk->probe), "srvr", 4);
+	if (bufferevent_socket_connect(zk->probe, (struct sockaddr *)&peer,
+	    (int)len) == -1)
+		zk_probe_done(zk, strerror(errno));
 }
 
 static void
@@ -1073,7 +1284,7 @@ zk_perform(struct zk *zk, const struct election_action *a)
 			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
 		break;
 	case ACT_KICK:
-		zk_kick(zk);
+		zk_kick(zk, strcmp(a->name, "observer") == 0);
 		return;
 	case ACT_NEW_SESSION:
 		/* Rule 8; we are in the loop, not a ZooKeeper callback. */
@@ -1144,6 +1355,14 @@ zk_log_step(struct zk *zk, const struct election *before,
 		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
 		    " reason=%s", before->epoch, clock_now_us(), reason);
 
+	if (before->last.bar != e->last.bar) {
+		if (e->last.bar != BAR_NONE)
+			log_warnx("election: not leading: %s",
+			    election_bar_name(e->last.bar));
+		else
+			log_info("election: may lead again (%s no more)",
+			    election_bar_name(before->last.bar));
+	}
 	if (before->phase == PHASE_WATCHING && e->phase == PHASE_TAKEOVER)
 		zk_trace("pred-gone");
 	if (before->phase == PHASE_HOLDING && e->phase != PHASE_HOLDING &&
@@ -1243,6 +1462,7 @@ zk_close(struct zk *zk)
 	 * once, which a successor sees as a deletion. */
 	if (zk->zh != NULL)
 		zookeeper_close(zk->zh);
+	zk_probe_end(zk);
 	while ((m = zk->head) != NULL) {
 		zk->head = m->next;
 		zk_msg_free(m);

@@ -226,11 +226,18 @@ def unix_request(sock_path, method, target, timeout=1.0, headers=None, body=None
 # --------------------------------------------------------------------------
 # The agent
 
+# The tickTime of every server the harness starts (zkensemble.py too);
+# unknown for a server of the developer's own (ZKELECT_TEST_ZK).
+DEFAULT_TICK_TIME = os.environ.get("ZKELECT_TEST_ZK_TICK",
+                                   "" if os.environ.get("ZKELECT_TEST_ZK") else "200ms")
+
+
 class Agent:
     """One zkelectd process with its own config, socket and log file."""
 
     def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
-                 candidate=True, extra_yaml="", log_level="debug", listen=None):
+                 candidate=True, extra_yaml="", log_level="debug", listen=None,
+                 tick_time=None):
         self.id = agent_id
         self.path = path
         self.zk_hostport = zk_hostport
@@ -243,6 +250,10 @@ class Agent:
         self.extra_yaml = extra_yaml
         self.log_level = log_level
         self.listen = listen          # optional loopback TCP listener
+        # zookeeper.tick_time, as an operator who knows the servers sets it:
+        # the harness's servers tick every 200 ms; "" leaves it unset (the
+        # agent then assumes tickTime = T/2, the largest ZooKeeper accepts).
+        self.tick_time = DEFAULT_TICK_TIME if tick_time is None else tick_time
         self.proc = None
         self.paused = False
         self.starts = 0
@@ -254,6 +265,8 @@ class Agent:
             f.write("zookeeper:\n")
             f.write("  servers: \"%s\"\n" % self.zk_hostport)
             f.write("  session_timeout: %s\n" % self.session_timeout)
+            if self.tick_time:
+                f.write("  tick_time: %s\n" % self.tick_time)
             f.write("election:\n")
             f.write("  path: %s\n" % self.path)
             f.write("  id: %s\n" % self.id)
