@@ -204,7 +204,7 @@ api_json_string(struct evbuffer *out, const char *s)
 	evbuffer_add(out, "\"", 1);
 }
 
-/* The status document of DESIGN section 1, as of now. */
+/* The status document of doc/design.md "Local API", as of now. */
 void
 api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 {

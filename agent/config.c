@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Reading and validating the YAML configuration (DESIGN.md §1). The file is
+ * Reading and validating the configuration (doc/design.md "Configuration"). The file is
  * loaded whole with libyaml's document API, then walked against a table of
  * known keys per section. Every problem is printed as "FILE:LINE:COL: message"
  * (1-based) and the walk goes on, so that one run shows all of them; the load

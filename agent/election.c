@@ -1951,7 +1951,7 @@ election_report(const struct election *e, struct election_report *r)
 		}
 	} else if (e->session == SESSION_CONNECTED && e->claim_known &&
 	    !e->claim_mine) {
-		/* The leader named by the last claim we saw (DESIGN §1). */
+		/* The leader named by the last claim we saw (doc/design.md "Followers and observers"). */
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->claim_id);
 		r->leader_epoch = e->claim_epoch;

@@ -6,7 +6,7 @@
  * The election as a pure state machine: election_step(e, event) changes the
  * state and appends the actions the driver (zk.c) must perform. Nothing in
  * here calls ZooKeeper, libevent or the clock; time comes in with each event.
- * Rules numbered "rule N" are those of DESIGN.md section 2.
+ * Rules numbered "rule N" are those of doc/design.md, "Election rules".
  */
 
 #include <stdbool.h>
@@ -240,7 +240,7 @@ struct election {
 	uint64_t	 poll_at;	/* when a follower reads the election node */
 
 	/* the session lease: our session lives at least until lease_deadline
-	 * (DESIGN §2 rule 2); leadership is reported only before it */
+	 * (doc/design.md rule 2); leadership is reported only before it */
 	enum election_role role;
 	uint64_t	 epoch;
 	uint64_t	 lease_deadline;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Benchmark: local API throughput and latency (DESIGN §5, third target).
+"""Benchmark: local API throughput and latency (doc/design.md, Targets, "Local API").
 
 1. wrk -t1 -c16 -d10s --latency on GET /v1/status of a leading agent over its
    loopback TCP listener, beside nginx (nginx-light, worker_processes 1 to

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Benchmark: crash failover (DESIGN §5, second target).
+"""Benchmark: crash failover (doc/design.md, Targets, "Crash failover").
 
 Two agents; `kill -9` the leader's agent and poll the successor's /v1/leader
 every 1 ms until it answers 200. The leader's session is only expired by

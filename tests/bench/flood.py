@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Benchmark: the app's GET /v1/status latency under a flood of local clients
-(DESIGN §5, the local API under hostile neighbours; issue 12).
+(doc/design.md, Targets, "Local API": under hostile neighbours; issue 12).
 
 A leading agent; an app-like client polls /v1/status every 5 ms on a fresh
 connection (as zkelectctl does). First it polls with nothing else going on

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Benchmark: footprint (DESIGN §5, fourth target).
+"""Benchmark: footprint (doc/design.md, Targets, "Footprint").
 
 An idle leader and an idle follower (two agents, one election, no API
 traffic): RSS (VmRSS and VmHWM from /proc/PID/status) and CPU time

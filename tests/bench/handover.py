@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Benchmark: graceful handover latency (DESIGN §5, first target).
+"""Benchmark: graceful handover latency (doc/design.md, Targets, "Graceful handover").
 
 zkelect: two agents; SIGTERM the leader's agent and poll the successor's
 /v1/leader on its Unix socket, by a long poll (wait, index) that waits at

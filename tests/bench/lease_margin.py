@@ -7,7 +7,7 @@ The trials of tests/integration/test_lease_margin.py (read its docstring): a
 to one ZooKeeper follower F only, its successor B to the ZooKeeper leader
 only; F is SIGSTOPped right after A's renewal is acknowledged. The gap is B's
 first is_leader true minus A's last one (probes every 1 ms; and, when the
-agent logs audit lines, exactly from them). DESIGN §2 rule 2 keeps at least
+agent logs audit lines, exactly from them). doc/design.md, "The lease", keeps at least
 T/6 for clock-rate differences, the loop's delays and the round-up; this
 prints the min and median gap over --trials against T/6.
 

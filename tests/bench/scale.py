@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Benchmark: 500 candidates in one election (DESIGN §5, last target).
+"""Benchmark: 500 candidates in one election (doc/design.md, Targets, "Scale").
 
 1. Reference, same run: the 2-candidate handover (SIGTERM of the leader's
    agent -> successor's /v1/leader 200, by a long poll at the successor) on its

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Interop with Apache Curator's LeaderLatch (DESIGN §1 "Nodes in ZooKeeper").
+"""Interop with Apache Curator's LeaderLatch (doc/design.md "Nodes in ZooKeeper").
 
 zkelect agents and Curator LeaderLatch participants share one election: both
 create `_c_<uuid>-latch-NNNNNNNNNN` EPHEMERAL_SEQUENTIAL children and the
@@ -254,7 +254,7 @@ def assert_nodes_well_formed(observer, path):
     for name, data, stat in cs:
         assert CONTENDER_RE.match(name), "contender node name %r" % name
         # Nobody writes a contender node after creating it: a Curator latch
-        # queued behind it acts only on NodeDeleted (DESIGN §1).
+        # queued behind it acts only on NodeDeleted (doc/design.md "Nodes in ZooKeeper").
         assert stat.version == 0, "%s (%s) was written: version %d" % (name, data, stat.version)
     return cs
 

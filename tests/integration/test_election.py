@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Integration tests of zkelectd against a real ZooKeeper server (DESIGN.md §4).
+"""Integration tests of zkelectd against a real ZooKeeper server (doc/design.md "Tests and benchmarks").
 
 Every wait is a poll with a deadline. The only deliberate pauses are fault
 durations (how long a process stays SIGSTOPped), never synchronisation.

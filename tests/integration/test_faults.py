@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Fault scenarios (GitHub issue "Prove it under faults", DESIGN.md §2 and §4).
+"""Fault scenarios (GitHub issue "Prove it under faults", doc/design.md "Election rules" and "Tests and benchmarks").
 
 Real ZooKeeper (standalone, and a 3-server ensemble from zkensemble.py), real
 zkelectd processes, a loopback TCP proxy (zkproxy.py) to cut, stall or
@@ -242,7 +242,7 @@ def verify_audit(agents, samples=None, when="end"):
 
 
 def finish(aset, observer, path, timeout=40, audit=True):
-    """Rule 10 / §4: every agent stops gracefully (exit 0); the election path
+    """Rule 10 / doc/design.md "Tests and benchmarks": every agent stops gracefully (exit 0); the election path
     must then have no children (poll: expiry of earlier sessions may lag).
     With `audit`, the complete logs then pass the leadership audit."""
     for a in aset.agents:
@@ -1025,7 +1025,7 @@ def test_g_claim_watch_after_parent_race(agents, observer, election, proxies):
     the create, while a second agent creates the path and claims; then it
     lets the create through. The follower must still learn who leads: a
     claim read that found no node leaves no watch, so it has to read again
-    once the path exists (DESIGN §1: followers keep a data watch on the
+    once the path exists (doc/design.md "Followers and observers": followers read the
     election node; `leader` is null only between a leader's exit and the
     next claim)."""
     p = proxies()

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Fencing end to end (README "Fencing: the part you must do", DESIGN §2 rule 13).
+"""Fencing end to end (README "Fencing: the part you must do", doc/design.md rule 13).
 
 The agent can only narrow the window in which a paused leader still believes
 it leads; the resource closes it by checking the epoch. Here two copies of

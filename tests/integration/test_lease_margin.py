@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The lease against ZooKeeper's own session expiry, in its worst case
-(issue 9, item 2; DESIGN §2 rule 2; shared/background/zk-session-tracking.md).
+(issue 9, item 2; doc/design.md rule 2 and "The lease").
 
 Only the ZooKeeper leader expires sessions, and it hears of a client of a
 follower only through that follower's touch reports (every tickTime/2). So

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Keep leading through ZooKeeper hiccups, within the lease (DESIGN §2 rule 1).
+"""Keep leading through ZooKeeper hiccups, within the lease (doc/design.md rule 1).
 
 With `election.disconnect: hold_lease` (the default) a leader whose
 connection drops keeps leading until its lease deadline, not a moment

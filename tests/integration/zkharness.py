@@ -587,7 +587,7 @@ def check_single_leader(samples):
     not prove two simultaneous leaders, so overlapping pairs are never compared
     by time. What we can prove is order: if X.t_end < Y.t_start then X's
     "true" instant precedes Y's. Under the contract each term has its own,
-    strictly higher epoch (DESIGN §2 rule 3) and a term is a single interval
+    strictly higher epoch (doc/design.md rule 3) and a term is a single interval
     of one agent, so for every strictly ordered pair of true samples:
       * X.epoch <= Y.epoch                         (epochs never go back), and
       * X.agent != Y.agent  =>  X.epoch < Y.epoch  (another agent means a new term).

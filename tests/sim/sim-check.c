@@ -40,7 +40,7 @@ check_lapse_at(const struct agent *a, uint64_t deadline_ms)
 }
 
 /*
- * DESIGN section 5: in the worst alignment, the successor's first
+ * doc/design.md, Targets, "Safety margin": in the worst alignment, the successor's first
  * is_leader comes at least T/6 after the old leader's last one. The lease
  * (at most 5T/6 after a request the session outlives by T) is measured on
  * a clock that may run slow by the rate bound; allow that, and 5 ms for

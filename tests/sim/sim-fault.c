@@ -4,7 +4,7 @@
  * each picks its target when it fires (often the leading agent). Some are
  * armed and fire on a later event: a server stopped right after relaying a
  * renewal to the leading agent (the worst case of
- * shared/background/zk-session-tracking.md), a reply lost after the server
+ * doc/design.md, "The lease"), a reply lost after the server
  * applied the request. The three scenarios of issue 14 are in the mix.
  * The ensemble keeps a quorum: at most (n-1)/2 followers are impaired at a
  * time, and the ZooKeeper leader itself is never stopped.

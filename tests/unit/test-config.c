@@ -4,7 +4,7 @@
  * wrote (and the documented defaults), every file of the bad corpus is
  * refused with exactly the messages in its NAME.yaml.expected (where FILE
  * stands for the path), and the duration and signal parsers accept what
- * DESIGN.md §1 promises and nothing else. The corpus is found through
+ * doc/design.md "Configuration" promises and nothing else. The corpus is found through
  * $CONFIG_DATA_DIR, else the compile-time CONFIG_DATA_DIR.
  */
 

@@ -2,7 +2,7 @@
 /*
  * Unit tests for election.c, the pure election state machine: tables of
  * events (each with the actions, role and phase it must lead to) drive the
- * rules of DESIGN.md section 2. Time, session ids, zxids and uuids are all
+ * rules of doc/design.md, "Election rules". Time, session ids, zxids and uuids are all
  * made up here, so every run is the same.
  *
  * A table row is { event, "expected actions", R(role), PH(phase), KIDS(..) },
