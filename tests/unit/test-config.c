@@ -132,6 +132,7 @@ START_TEST(test_good_full)
 	ck_assert_str_eq(conf->zk_servers,
 	    "zk1:2181,zk2:2181,zk3:2181/optional/chroot");
 	ck_assert_uint_eq(conf->zk_session_timeout_ms, 4500);
+	ck_assert_uint_eq(conf->zk_tick_ms, 1500);
 	ck_assert_str_eq(conf->zk_auth_scheme, "digest");
 	ck_assert_str_eq(conf->zk_auth_credentials, "user:secret");
 	ck_assert_str_eq(conf->election_path, "/zkelect/orders");
