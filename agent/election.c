@@ -33,6 +33,8 @@ static void	election_takeover(struct election *, struct election_actions *);
 static void	election_let_go(struct election *, struct election_actions *);
 static void	election_lose_standing(struct election *, const char *,
 		    struct election_actions *);
+static void	election_release(struct election *, const char *,
+		    struct election_actions *);
 static uint64_t	election_jitter(const struct election *, unsigned);
 
 const char *
@@ -1586,11 +1588,12 @@ election_polling(const struct election *e)
 	    (e->phase == PHASE_WATCHING || e->phase == PHASE_HOLDING);
 }
 
-/* Whether we need a lease: leading, taking over, or next in line. */
+/* Whether we need a lease (leading, taking over, next in line), or wait
+ * out of the queue for a voting server. */
 static bool
 election_wants_lease(const struct election *e)
 {
-	return e->candidate && (e->phase == PHASE_LEADING ||
+	return e->candidate && (e->off_observer || e->phase == PHASE_LEADING ||
 	    e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING ||
 	    (e->phase == PHASE_WATCHING && e->next_renew != 0));
 }
@@ -1610,16 +1613,29 @@ election_observer_kick_at(const struct election *e)
 /*
  * An observer behind an ObserverMaster reports our touches to a follower,
  * which reports them to the ZooKeeper leader a report later: the lease's
- * anchor would need a whole tickTime, not half of one. Nothing is earned
- * through it (election_lease_until); a candidate that needs a lease drops
- * the connection so that the client moves to the next server, at most once
- * per T (with only observers to go to, it never leads, and says so).
+ * anchor would need a whole tickTime, not 3/5 of one. Nothing is earned
+ * through it (election_lease_until). A candidate waits out of the queue,
+ * so that it blocks nobody (it could claim there, but never lead): it lets
+ * its node go, after the app has heard of any loss (rule 10), and joins
+ * again once a server says it votes. A leader rides on within its lease.
+ * Whoever needs a lease drops the connection, at most once per T, so that
+ * the client tries another server (with only observers in its list, the
+ * agent never leads, and says so).
  */
 static void
 election_leave_observer(struct election *e, struct election_actions *out)
 {
-	uint64_t at = election_observer_kick_at(e);
+	uint64_t at;
 
+	if (e->server == SERVER_OBSERVER && e->session == SESSION_CONNECTED &&
+	    e->candidate && !e->stopping && !e->off_observer &&
+	    e->phase != PHASE_LEADING && e->phase != PHASE_RELEASING &&
+	    e->phase != PHASE_DELETING && e->phase != PHASE_HOLDING &&
+	    e->phase != PHASE_STOPPED) {
+		e->off_observer = true;
+		election_release(e, "connected to an observer", out);
+	}
+	at = election_observer_kick_at(e);
 	if (at == 0 || e->now < at)
 		return;
 	e->last_observer_kick = e->now;
@@ -1634,6 +1650,15 @@ election_on_server(struct election *e, const struct election_event *ev,
 	if (e->session != SESSION_CONNECTED)
 		return;
 	e->server = ev->server;
+	if (e->server != SERVER_OBSERVER && e->off_observer) {
+		/* A server that votes (or will not say): join again. */
+		e->off_observer = false;
+		if (e->phase == PHASE_HOLDING && e->now >= e->hold_until) {
+			e->phase = PHASE_IDLE;
+			election_rejoin(e, out);
+		}
+		return;
+	}
 	election_leave_observer(e, out);
 }
 
@@ -1683,7 +1708,8 @@ election_on_tick(struct election *e, struct election_actions *out)
 			return;
 		}
 	}
-	if (e->phase == PHASE_HOLDING && now >= e->hold_until) {
+	if (e->phase == PHASE_HOLDING && now >= e->hold_until &&
+	    !e->off_observer) {
 		e->phase = PHASE_IDLE;
 		election_rejoin(e, out);
 		return;
@@ -1978,7 +2004,7 @@ election_next_tick(const struct election *e)
 	}
 	if (election_may_renew(e))
 		EARLIEST(e->next_renew);
-	if (e->phase == PHASE_HOLDING)
+	if (e->phase == PHASE_HOLDING && !e->off_observer)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);

@@ -1155,14 +1155,19 @@ zk_probe_start(struct zk *zk)
 	socklen_t len;
 
 	zk_probe_end(zk);
-	if (zk_server_socket(zk, -1, &peer, &len) == -1)
-		return;		/* gone again: the next connection asks */
-	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
 	zk->probe_connect = zk->connects;
+	if (zk_server_socket(zk, -1, &peer, &len) == -1) {
+		/* Gone again (the next connection asks), or not found: the
+		 * election must hear something either way. */
+		snprintf(zk->probe_peer, sizeof(zk->probe_peer), "the server");
+		zk_probe_done(zk, "its connection was not found");
+		return;
+	}
+	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
 	zk->probe = bufferevent_socket_new(zk->agent->base, -1,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (zk->probe == NULL) {
-		log_warnx("zookeeper: cannot ask %s what it is", zk->probe_peer);
+		zk_probe_done(zk, "out of memory");
 		return;
 	}
 	bufferevent_setcb(zk->probe, zk_probe_read_cb, NULL, zk_probe_event_cb,

@@ -1683,12 +1683,29 @@ START_TEST(test_observer_earns_nothing_and_is_left)
 	feed(&e, (struct election_event)TICK(T0 + 6030));
 	ck_assert_ptr_nonnull(strstr(rendered, "kick:observer"));
 
-	join_follower(&e);		/* two ahead: needs no lease */
+	/*
+	 * A follower waits out of the queue (it would block everyone behind
+	 * it once first), and joins again once a server says it votes.
+	 */
+	join_follower(&e);
 	obs.now = T0 + 300;
 	feed(&e, obs);
-	ck_assert_str_eq(rendered, "");
+	ck_assert_str_eq(rendered, "release:" ME(1, 05) " kick:observer");
 	election_report(&e, &r);
 	ck_assert_int_eq(r.bar, BAR_OBSERVER);
+	feed(&e, (struct election_event)RELEASED(ZOK, -1, T0 + 310));
+	ck_assert_int_eq(e.phase, PHASE_HOLDING);
+	feed(&e, (struct election_event)TICK(T0 + 2000));
+	ck_assert_ptr_null(strstr(rendered, "create"));
+	feed(&e, (struct election_event)CONNECTING(T0 + 2100));
+	feed(&e, (struct election_event)CONNECTED(T0 + 2200));
+	ck_assert_ptr_null(strstr(rendered, "create"));
+	obs.server = SERVER_VOTING;
+	obs.now = T0 + 2210;
+	feed(&e, obs);
+	ck_assert_str_eq(rendered, "create");
+	election_report(&e, &r);
+	ck_assert_int_eq(r.bar, BAR_NONE);
 }
 END_TEST
 
