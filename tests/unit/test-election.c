@@ -1744,6 +1744,27 @@ START_TEST(test_epoch_backwards_refused)
 END_TEST
 
 /*
+ * After a new session a candidate reads the election node once (the read
+ * at the connect), not again when it lists: it owes no watch on it.
+ */
+START_TEST(test_new_session_reads_claim_once)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ EXPIRED(T0 + 100), "notify:follower>unknown new_session" },
+		{ CONNECTED_AS(SID2, T0 + 200), "read_claim create" },
+		{ CREATED(ME(2, 05), SID2, T0 + 205), "list" },
+		{ CHILDREN(T0 + 208), "watch_self:" ME(2, 05)
+		  " notify:unknown>follower watch_pred:" E04,
+		  R(ELECTION_FOLLOWER), KIDS(D07, ME(2, 05), E04, F03) },
+	};
+
+	join_follower(&e);
+	RUN(&e, s);
+}
+END_TEST
+
+/*
  * Two reads of the election node in flight: the first answer is the first
  * read's (replies come in order), and earns the lease's anchor for that
  * read's send time, not the later one's.
@@ -2374,6 +2395,7 @@ election_suite(void)
 	tcase_add_test(tc, test_observer_earns_nothing_and_is_left);
 	tcase_add_test(tc, test_epoch_backwards_refused);
 	tcase_add_test(tc, test_claim_read_credits_the_read_answered);
+	tcase_add_test(tc, test_new_session_reads_claim_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
