@@ -1299,7 +1299,7 @@ static void
 election_on_renewed(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	uint64_t until, rtt;
+	uint64_t until, rtt, after;
 
 	if (!e->renew_inflight)
 		return;
@@ -1322,11 +1322,18 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	if (until > e->lease_deadline)
 		e->lease_deadline = until;
 	election_note_acked(e, e->renew_sent);
-	/* The next renewal T/5 after this answer: this one is its q. */
-	if (e->next_renew != 0 &&
-	    e->next_renew < e->now + election_renew_after(e))
-		e->next_renew = e->now + election_renew_after(e);
+	/*
+	 * The next renewal goes a renewal period after this one was sent (at
+	 * once if the answer took longer): a slow round trip then shortens
+	 * the wait, not the lease, which is anchored on whichever renewal
+	 * was answered R before the next is sent.
+	 */
 	rtt = ev->now - e->renew_sent;
+	after = election_renew_after(e);
+	if (!e->lease_naive)
+		after = after > rtt ? after - rtt : 0;
+	if (e->next_renew != 0 && e->next_renew < e->now + after)
+		e->next_renew = e->now + after;
 	e->renewals++;
 	e->renewal_ms_total += rtt;
 	if (rtt > e->renewal_ms_max)

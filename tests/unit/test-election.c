@@ -444,15 +444,15 @@ join_next(struct election *e)
 		{ PRED_SET(F03, ZOK, T0 + 8), "" },
 		{ TICK(T0 + 8), "renew:" ME(1, 05) },
 		{ RENEWED(SID, "f", E1, E1, T0 + 10), "", PH(PHASE_WATCHING) },
-		{ TICK(T0 + 1209), "" },
-		{ TICK(T0 + 1210), "renew:" ME(1, 05) },
+		{ TICK(T0 + 1207), "" },
+		{ TICK(T0 + 1208), "renew:" ME(1, 05) },
 		{ RENEWED(SID, "f", E1, E1, T0 + 1212), "", R(ELECTION_FOLLOWER) },
 	};
 
 	new_election(e, true);
 	RUN(e, s);
 	ck_assert_uint_eq(e->lease_deadline, T0 + 8 + 5000);
-	ck_assert_uint_eq(election_next_tick(e), T0 + 1212 + 1200);
+	ck_assert_uint_eq(election_next_tick(e), T0 + 1208 + 1200);
 }
 
 /* ------------------------------------------------------------------ */
@@ -595,9 +595,9 @@ START_TEST(test_next_in_line_renews)
 	RUN(&e, s);
 	/* The first renewal earns no lease: no request of this connection was
 	 * answered T/5 before it (and the session is not a new one). The next
-	 * one goes out T/5 after its answer, and earns q + 5T/6 from it. */
+	 * one goes out T/5 after it was sent, and earns q + 5T/6 from it. */
 	ck_assert_uint_eq(e.lease_deadline, 0);
-	ck_assert_uint_eq(election_next_tick(&e), T0 + 160 + 1200);
+	ck_assert_uint_eq(election_next_tick(&e), T0 + 100 + 1200);
 	feed(&e, (struct election_event)TICK(T0 + 1360));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
 	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 1365));
@@ -678,14 +678,14 @@ START_TEST(test_lease_with_steady_renewals)
 		feed(&e, (struct election_event)TICK(s));
 		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
 		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, s + 7));
-		/* The next one T/5 after this answer. */
-		ck_assert_uint_eq(e.next_renew, s + 7 + 1200);
+		/* The next one T/5 after this one was sent. */
+		ck_assert_uint_eq(e.next_renew, s + 1200);
 		if (prev != 0) {
-			/* q = the previous renewal, answered T/5 before this
-			 * one was sent: prev + 5T/6, about s + 19T/30. */
-			ck_assert_uint_eq(s, prev + 7 + 1200);
+			/* q = the previous renewal, answered more than R
+			 * before this one was sent: prev + 5T/6 = s + 19T/30. */
+			ck_assert_uint_eq(s, prev + 1200);
 			ck_assert_uint_eq(e.lease_deadline, prev + 5000);
-			ck_assert_uint_eq(e.lease_deadline, s + 3800 - 7);
+			ck_assert_uint_eq(e.lease_deadline, s + 3800);
 		}
 		prev = s;
 	}
@@ -916,8 +916,8 @@ START_TEST(test_takeover_named_waits_for_a_lease)
 		{ TICK(T0 + 103), "renew:" ME(1, 05) },
 		/* Nothing of ours was answered T/5 before it. */
 		{ RENEWED(SID, MY_ID, E2, E2, T0 + 105), "", R(ELECTION_FOLLOWER) },
-		{ TICK(T0 + 1304), "" },
-		{ TICK(T0 + 1305), "renew:" ME(1, 05) },
+		{ TICK(T0 + 1302), "" },
+		{ TICK(T0 + 1303), "renew:" ME(1, 05) },
 		{ RENEWED(SID, MY_ID, E2, E2, T0 + 1307),
 		  "notify:follower>leader watch_children", R(ELECTION_LEADER),
 		  PH(PHASE_LEADING) },
@@ -1077,7 +1077,7 @@ START_TEST(test_rule1_ride_through)
 	 * it earns only what the session's creation (T0 - 10) allows; the
 	 * next one, T/5 after its answer, earns the full lease from it. */
 	ck_assert_uint_eq(e.lease_deadline, T0 - 10 + 5000);
-	ck_assert_uint_eq(election_next_tick(&e), back + 4 + 1200);
+	ck_assert_uint_eq(election_next_tick(&e), back + 1200);
 	feed(&e, (struct election_event)TICK(back + 1204));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
 	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, back + 1207));
@@ -2184,7 +2184,7 @@ START_TEST(test_sim_term_needs_lease_to_last)
 	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E2, E2, T0 + 3510));
 	ck_assert_int_eq(e.role, ELECTION_FOLLOWER);
 	ck_assert_uint_eq(e.term_epoch, (uint64_t)E2);
-	/* The renewal that is due (T0 + 2412) extends it: now it may start. */
+	/* The renewal that is due (T0 + 2408) extends it: now it may start. */
 	feed(&e, (struct election_event)TICK(T0 + 3510));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
 	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E2, E2, T0 + 3512));
@@ -2202,9 +2202,10 @@ START_TEST(test_sim_anchor_is_answered_not_sent)
 
 	join_leader(&e);
 	feed(&e, (struct election_event)TICK(s1));
-	/* Sent 1400 ms before s2, but answered only 100 ms before it. */
+	/* Sent 1400 ms before s2, but answered only 100 ms before it: a round
+	 * trip longer than the renewal period, so the next one goes at once. */
 	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, s2 - 100));
-	ck_assert_uint_eq(e.next_renew, s2 - 100 + 1200);
+	ck_assert_uint_eq(e.next_renew, s2 - 100);
 	e.next_renew = s2;	/* as if it were due: what would it earn? */
 	feed(&e, (struct election_event)TICK(s2));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
