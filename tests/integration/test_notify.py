@@ -494,9 +494,9 @@ def test_a_new_term_starts_its_child_once_the_old_one_is_gone(agents, markfile, 
 
 
 STUBBORN_CHILD = """#!/bin/sh
+trap '' TERM
 echo "$(date +%s.%N) $1 child-start pid=$$" >> "$MARKS"
 echo $$ > "$(dirname "$MARKS")/$1.child.pid"
-trap '' TERM
 while :; do sleep 0.05; done
 """
 
