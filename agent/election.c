@@ -35,6 +35,7 @@ static void	election_lose_standing(struct election *, const char *,
 		    struct election_actions *);
 static void	election_release(struct election *, const char *,
 		    struct election_actions *);
+static bool	election_barred(const struct election *);
 static uint64_t	election_jitter(const struct election *, unsigned);
 
 const char *
@@ -604,6 +605,13 @@ election_rejoin(struct election *e, struct election_actions *out)
 
 	if (e->session != SESSION_CONNECTED)
 		return;
+	if (election_barred(e) || (e->off_queue && e->server == SERVER_UNKNOWN)) {
+		/* Out of the queue until a server where a lease can be earned
+		 * says so (EV_SERVER follows every connect). */
+		e->off_queue = true;
+		e->phase = PHASE_HOLDING;
+		return;
+	}
 	if (!e->candidate) {
 		e->phase = PHASE_OBSERVING;
 		election_push(e, out, ACT_LIST, NULL);
@@ -1595,12 +1603,24 @@ election_polling(const struct election *e)
 	    (e->phase == PHASE_WATCHING || e->phase == PHASE_HOLDING);
 }
 
+/*
+ * No lease can be earned on this connection: through an observer, or with
+ * a timeout below twice zookeeper.tick_time (doc/design.md, The lease).
+ */
+static bool
+election_barred(const struct election *e)
+{
+	return e->candidate && e->session == SESSION_CONNECTED &&
+	    (e->server == SERVER_OBSERVER ||
+	    (!e->lease_naive && e->timeout_ms > 0 && !e->shape.ok));
+}
+
 /* Whether we need a lease (leading, taking over, next in line), or wait
- * out of the queue for a voting server. */
+ * out of the queue for a server to earn one through. */
 static bool
 election_wants_lease(const struct election *e)
 {
-	return e->candidate && (e->off_observer || e->phase == PHASE_LEADING ||
+	return e->candidate && (e->off_queue || e->phase == PHASE_LEADING ||
 	    e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING ||
 	    (e->phase == PHASE_WATCHING && e->next_renew != 0));
 }
@@ -1634,13 +1654,13 @@ election_leave_observer(struct election *e, struct election_actions *out)
 {
 	uint64_t at;
 
-	if (e->server == SERVER_OBSERVER && e->session == SESSION_CONNECTED &&
-	    e->candidate && !e->stopping && !e->off_observer &&
+	if (election_barred(e) && !e->stopping && !e->off_queue &&
 	    e->phase != PHASE_LEADING && e->phase != PHASE_RELEASING &&
 	    e->phase != PHASE_DELETING && e->phase != PHASE_HOLDING &&
 	    e->phase != PHASE_STOPPED) {
-		e->off_observer = true;
-		election_release(e, "connected to an observer", out);
+		e->off_queue = true;
+		election_release(e, e->server == SERVER_OBSERVER ?
+		    "connected to an observer" : "no lease can be proven", out);
 	}
 	at = election_observer_kick_at(e);
 	if (at == 0 || e->now < at)
@@ -1657,9 +1677,9 @@ election_on_server(struct election *e, const struct election_event *ev,
 	if (e->session != SESSION_CONNECTED)
 		return;
 	e->server = ev->server;
-	if (e->server != SERVER_OBSERVER && e->off_observer) {
-		/* A server that votes (or will not say): join again. */
-		e->off_observer = false;
+	if (!election_barred(e) && e->off_queue) {
+		/* A lease can be earned here: join again. */
+		e->off_queue = false;
 		if (e->phase == PHASE_HOLDING && e->now >= e->hold_until) {
 			e->phase = PHASE_IDLE;
 			election_rejoin(e, out);
@@ -1716,7 +1736,7 @@ election_on_tick(struct election *e, struct election_actions *out)
 		}
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until &&
-	    !e->off_observer) {
+	    !e->off_queue) {
 		e->phase = PHASE_IDLE;
 		election_rejoin(e, out);
 		return;
@@ -2011,7 +2031,7 @@ election_next_tick(const struct election *e)
 	}
 	if (election_may_renew(e))
 		EARLIEST(e->next_renew);
-	if (e->phase == PHASE_HOLDING && !e->off_observer)
+	if (e->phase == PHASE_HOLDING && !e->off_queue)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);

@@ -293,7 +293,7 @@ struct election {
 	bool		 app_owed;	/* a loss the app has not finished
 					   hearing of (no EV_NOTIFIED yet) */
 	bool		 epoch_behind;	/* BAR_EPOCH_BACKWARDS */
-	bool		 off_observer;	/* out of the queue: on an observer */
+	bool		 off_queue;	/* out of the queue: no lease here */
 
 	/* reporting */
 	uint64_t	 now;		/* of the event being applied */

@@ -1074,9 +1074,9 @@ zk_probe_end(struct zk *zk)
 
 /*
  * srvr answers "Mode: leader|follower|observer|standalone" (ZooKeeper
- * allows srvr alone by default, 4lw.commands.whitelist). If it will not
- * say, the server is taken to vote, and the operator is told once what
- * that assumes.
+ * 3.8 answers it whatever 4lw.commands.whitelist says). If it will not
+ * say (a TLS-only port, a tunnel), the server is taken to vote, and the
+ * operator is told once what that assumes.
  */
 static void
 zk_probe_done(struct zk *zk, const char *why)
@@ -1112,8 +1112,8 @@ zk_probe_done(struct zk *zk, const char *why)
 			log_warnx("zookeeper: cannot tell whether %s is an "
 			    "observer (srvr: %s); taking it for a voting server. "
 			    "Through an observer the lease would be too long: "
-			    "allow srvr (4lw.commands.whitelist) if the "
-			    "ensemble has observers", zk->probe_peer,
+			    "allow srvr on the client port if the ensemble "
+			    "has observers", zk->probe_peer,
 			    why != NULL ? why : "no Mode line");
 		}
 	}
