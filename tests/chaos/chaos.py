@@ -455,11 +455,13 @@ class Chaos:
 
     def stage_worst_case(self, rnd):
         """--worst-case: the lease's worst case (zk-session-tracking.md). If
-        the leading agent talks to a ZooKeeper follower, SIGSTOP that
-        follower right after the leader logs an acknowledged renewal
-        (`audit: lease`), so that its last touches are never reported to
-        the ZooKeeper leader; hold it past the session timeout, then resume
-        it. Its own RNG: the seeded fault sequence is unchanged."""
+        the leading agent talks to a ZooKeeper follower F, then right after
+        the leader logs an acknowledged renewal (`audit: lease`): SIGSTOP F,
+        so that the touches it took since its last report never reach the
+        ZooKeeper leader, and black-hole all the agent's proxies, so that it
+        cannot move to another server (alone, it would, and ride through).
+        Hold past the session timeout, then heal both. Its own RNG: the
+        seeded fault sequence is unchanged."""
         from test_lease_margin import wait_renewal_then
         lead, e0 = self.current_leader()
         zl = self.ens.leader()
@@ -476,15 +478,22 @@ class Chaos:
             return
         g = self.agent(lead)
         T = self.lease[lead] * 1.5
+        ps = self.proxies[lead]
         t_before = time.monotonic()
+
+        def cut(srv=srv, ps=ps):
+            srv.pause()
+            for p in ps:
+                p.blackhole()
         try:
-            seen = wait_renewal_then(g, srv.pause, timeout=T, trigger="log")
+            seen = wait_renewal_then(g, cut, timeout=T, trigger="log")
         except AssertionError as e:
             self.staged["not staged (no renewal seen)"] += 1
             say("#%d worst case not staged: %s" % (rnd, str(e)[:120]))
             return
         f = Fault("zk_pause_renewed", "zk%d" % srv.myid, T + self.worst_rng.uniform(1.0, 3.0),
-                  "ZK follower under leader %s, stopped right after its renewal (%s)"
+                  "ZK follower under leader %s, stopped and the leader cut off right "
+                  "after its renewal (%s)"
                   % (lead, seen.strip()[-60:]))
         f.t_before = t_before
         f.t_applied = time.monotonic()
@@ -492,7 +501,9 @@ class Chaos:
         f.round = rnd
         f.victims = [a_id for a_id, s_ in where.items() if s_ is srv]
 
-        def heal(srv=srv):
+        def heal(srv=srv, ps=ps):
+            for p in ps:
+                p.passthrough()
             srv.resume()
             self.ens.wait_quorum(90, expect=3, what="zk%d back in the quorum" % srv.myid)
         f.heal_fn = heal
