@@ -3,6 +3,7 @@
 """A long randomized chaos run against zkelect (see tests/chaos/README.md).
 
     /usr/bin/python3 tests/chaos/chaos.py --minutes 10 --seed N --agents 4 [--ensemble]
+        [--worst-case P]
 
 It starts ZooKeeper (standalone, or a 3-server ensemble with --ensemble),
 N agents, each behind its own zkproxy instances (one per ZooKeeper server),
@@ -29,7 +30,13 @@ every agent with SIGTERM and checks the invariants over the whole run:
     `audit:` debug log lines on CLOCK_BOOTTIME, overlap no other agent's,
     and every is_leader true sample lies inside one (zkharness.check_audit;
     ZKELECT_AUDIT=off turns it off, loudly). The smallest gap between
-    consecutive terms of different agents is printed.
+    consecutive terms of different agents is printed. It rests on the
+    agents' own lines: a second opinion, which the stale check does not use.
+
+With --worst-case P (and --ensemble), after each round with probability P,
+the lease's worst case is staged: the leading agent's ZooKeeper follower is
+stopped and the agent cut off right after an acknowledged renewal.
+ZKELECT_TEST_LEGACY_LEASE=1 runs the agents with the old lease.
 
 Exit status: 0 when every invariant held, 1 on a violation (printed with
 the seed to reproduce it; logs are kept), 2 when the harness itself failed
