@@ -749,8 +749,12 @@ def summary_lines(c, fig, t_settle, t_empty):
             out.append("  clocks: the earliest answer arrived %.1f ms after its claim's txn "
                        "time (never before: the clocks agree)" % sf["min_claim_to_answer_ms"])
         for kind, (mn, med, n) in sorted(sf["margins"].items()):
-            out.append("  term ended by %s: last is_leader true sent %.0f ms before it "
-                       "(min; median %.0f ms, %d terms)" % (kind, mn * 1000.0, med * 1000.0, n))
+            out.append("  term ended by %s: last is_leader true sent %.0f ms before its txn "
+                       "time (min; median %.0f ms, %d terms)%s" % (
+                           kind, mn * 1000.0, med * 1000.0, n,
+                           "; an operator's delete: %.0f ms allowed after it"
+                           % (zkrecords.FOREIGN_DELETE_NOTICE_S * 1000.0)
+                           if kind == "delete-other" else ""))
     if c.staged:
         out.append("  worst case staged (--worst-case): " + ", ".join(
             "%s=%d" % kv for kv in sorted(c.staged.items())))

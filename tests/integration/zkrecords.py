@@ -395,7 +395,7 @@ def check_answers(rec, samples, starts=None, notice=FOREIGN_DELETE_NOTICE_S):
             if n is None or n.agent != s.agent:
                 problems.append("the claim %#x naming %s checked %s, which is not a contender "
                                 "node of %s in the logs" % (e, s.agent, c.node, s.agent))
-        end_ms, cause, _kind = ends[e]
+        end_ms, cause, _kind, _at = ends[e]
         w = s.w_start
         prev = last_true.get(e)
         if prev is None or w > prev[0]:
@@ -429,13 +429,14 @@ def check_answers(rec, samples, starts=None, notice=FOREIGN_DELETE_NOTICE_S):
         out.append("%s answered is_leader true with epoch %#x %d time(s), the first sent at "
                    "%s, %.0f ms after %s" % (aid, e, n, _fmt_ms(first.w_start * 1000.0),
                                             first.w_start * 1000.0 - end_ms, why))
-    # Margins: the last true answer of each term against the event that
-    # ended it (positive: the agent had stopped; negative: stale).
+    # Margins: the last true answer of each term against the txn time of the
+    # event that ended it (positive: the agent had stopped; negative: after
+    # it, stale unless within an operator's delete's allowance).
     margins = collections.defaultdict(list)
     for e, (w, _aid) in last_true.items():
-        end_ms, _cause, kind = ends.get(e, (None, None, None))
+        end_ms, _cause, kind, at_ms = ends.get(e, (None, None, None, None))
         if end_ms is not None:
-            margins[kind].append(end_ms / 1000.0 - w)
+            margins[kind].append(at_ms / 1000.0 - w)
     fig = {
         "answers_checked": checked,
         "answers_without_wall_clock": no_wall,
@@ -452,9 +453,11 @@ def check_answers(rec, samples, starts=None, notice=FOREIGN_DELETE_NOTICE_S):
 
 
 def _term_end(rec, c, notice):
-    """(ms, cause, kind) of the first event that ends the term of claim `c`, on
-    the wall clock with the allowance it gets, or (None, None)."""
-    cands = []
+    """(ms, cause, kind, at) of the first event that ends the term of claim
+    `c`: the time after which an answer is stale (on the wall clock, with
+    the allowance the event gets), what it was, its kind, and its txn time;
+    or Nones."""
+    cands = []                  # (deadline, cause, kind, txn time)
     nxt = rec.next_claim(c.zxid)
     n = rec.nodes.get(c.node) if c.node else None
     foreign = n is not None and n.dby == "other"
@@ -462,7 +465,8 @@ def _term_end(rec, c, notice):
         cands.append((nxt.time_ms + (notice * 1000.0 if foreign and
                                      n.dtime_ms <= nxt.time_ms else 0.0),
                       "a later claim %#x (naming %s) at %s" % (
-                          nxt.zxid, nxt.agent or "nobody", _fmt_ms(nxt.time_ms)), "claim"))
+                          nxt.zxid, nxt.agent or "nobody", _fmt_ms(nxt.time_ms)), "claim",
+                      nxt.time_ms))
     if n is not None:
         if n.dzxid is not None:
             if n.dby == "close":
@@ -473,11 +477,11 @@ def _term_end(rec, c, notice):
                 what = "its node %s was deleted by another session (%#x) at %s"
             cands.append((n.dtime_ms + (notice * 1000.0 if n.dby == "other" else 0.0),
                           what % (n.path.rsplit("/", 1)[-1], n.dzxid, _fmt_ms(n.dtime_ms)),
-                          "delete-" + n.dby))
+                          "delete-" + n.dby, n.dtime_ms))
         sess = rec.sessions.get(n.owner)
         if sess is not None and sess.ezxid is not None:
             cands.append((sess.etime_ms, "its session %#x was closed or expired (%#x) at %s" % (
-                sess.sid, sess.ezxid, _fmt_ms(sess.etime_ms)), "session"))
+                sess.sid, sess.ezxid, _fmt_ms(sess.etime_ms)), "session", sess.etime_ms))
     if not cands:
-        return None, None, None
+        return None, None, None, None
     return min(cands, key=lambda x: x[0])
