@@ -468,10 +468,8 @@ def _term_end(rec, c, notice):
                           nxt.zxid, nxt.agent or "nobody", _fmt_ms(nxt.time_ms)), "claim",
                       nxt.time_ms))
     if n is not None:
-        if n.dzxid is not None:
-            if n.dby == "close":
-                what = "its node %s went with its session's close (%#x) at %s"
-            elif n.dby == "own":
+        if n.dzxid is not None and n.dby != "close":   # a close: the session's, below
+            if n.dby == "own":
                 what = "its node %s was deleted by its own session (%#x) at %s"
             else:
                 what = "its node %s was deleted by another session (%#x) at %s"
