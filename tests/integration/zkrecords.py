@@ -29,6 +29,16 @@ transaction a crc (long), a length (int), the record (TxnHeader, the txn,
 in 3.6+ a TxnDigest we do not read) and 'B' (0x42); preallocated zeros at
 the end. All integers big-endian; a jute string or buffer is an int length
 (-1 for null) and the bytes; a vector is an int count and the elements.
+Read here in Python rather than with ZooKeeper's own tools, which start a
+JVM per file. Debian's 3.8 ships both LogFormatter (it prints nothing
+useful on this classpath) and TxnLogToolkit; to look at a log by hand:
+
+    CP=/etc/zookeeper/conf:$(ls /usr/share/java/{zookeeper,zookeeper-jute,slf4j-api,\
+    log4j-1.2,netty-buffer,commons-cli}*.jar | tr '\n' :)
+    java -cp "$CP" org.apache.zookeeper.server.persistence.TxnLogToolkit -d FILE
+
+It lists the same transactions as parse_txnlog (checked on a chaos run's
+logs: 219 of 219, the same sessions, zxids, paths and data).
 """
 
 import bisect
