@@ -465,6 +465,13 @@ main(int argc, char *argv[])
 	agent.election.step_down = agent.conf->election_step_down;
 	agent.election.tick_ms = (int)agent.conf->zk_tick_ms;
 	agent.election.uuid_gen = agent_uuid;
+	/* Tests only (tests/chaos): the old lease, s + 2T/3 renewed every T/3. */
+	if (getenv("ZKELECT_TEST_LEGACY_LEASE") != NULL &&
+	    strcmp(getenv("ZKELECT_TEST_LEGACY_LEASE"), "1") == 0) {
+		agent.election.lease_naive = true;
+		agent.election.renew_div = 3;
+		log_warnx("ZKELECT_TEST_LEGACY_LEASE=1: the old, unsafe lease (tests only)");
+	}
 
 	agent.ev_sigterm = evsignal_new(agent.base, SIGTERM, agent_signal_cb, &agent);
 	agent.ev_sigint = evsignal_new(agent.base, SIGINT, agent_signal_cb, &agent);

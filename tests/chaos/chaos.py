@@ -3,6 +3,7 @@
 """A long randomized chaos run against zkelect (see tests/chaos/README.md).
 
     /usr/bin/python3 tests/chaos/chaos.py --minutes 10 --seed N --agents 4 [--ensemble]
+        [--worst-case P]
 
 It starts ZooKeeper (standalone, or a 3-server ensemble with --ensemble),
 N agents, each behind its own zkproxy instances (one per ZooKeeper server),
@@ -18,16 +19,24 @@ every agent with SIGTERM and checks the invariants over the whole run:
     naming that agent (seen by the ZKChecker or, when it was blind to a
     short-lived claim, found in ZooKeeper's transaction logs);
   * no contender node ever written after its creation (ZKChecker);
-  * no stale answer: no is_leader=true with a term older than a fault that
-    made its lease lapse (the agent stopped, cut off, or its replies lost
-    for longer than 2/3 T), nor after the agent resigned or was restarted;
+  * no stale answer, judged from ZooKeeper's own records (its transaction
+    logs, zkrecords.py), not from the faults injected nor the agents' logs:
+    no is_leader=true with epoch e whose request was sent after a later
+    claim, or after the node or the session of e's claim was gone, or by
+    a process started after that session was created;
   * each SIGTERM exits 0, no agent dies by itself, the election settles at
     every checkpoint, and no node is left behind once every agent stopped;
   * the exact audit: every agent's leadership intervals, from its own
     `audit:` debug log lines on CLOCK_BOOTTIME, overlap no other agent's,
     and every is_leader true sample lies inside one (zkharness.check_audit;
     ZKELECT_AUDIT=off turns it off, loudly). The smallest gap between
-    consecutive terms of different agents is printed.
+    consecutive terms of different agents is printed. It rests on the
+    agents' own lines: a second opinion, which the stale check does not use.
+
+With --worst-case P (and --ensemble), after each round with probability P,
+the lease's worst case is staged: the leading agent's ZooKeeper follower is
+stopped and the agent cut off right after an acknowledged renewal.
+ZKELECT_TEST_LEGACY_LEASE=1 runs the agents with the old lease.
 
 Exit status: 0 when every invariant held, 1 on a violation (printed with
 the seed to reproduce it; logs are kept), 2 when the harness itself failed
@@ -38,13 +47,11 @@ import argparse
 import bisect
 import collections
 import datetime
-import glob
 import logging
 import os
 import random
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -73,8 +80,8 @@ from zkharness import (AgentSet, Observer, StatusRecorder, ZooKeeperServer,  # n
 from zkensemble import Ensemble  # noqa: E402
 from zkproxy import ZKProxy  # noqa: E402
 from test_faults import ZKChecker, finish, one_node_each, settle  # noqa: E402
+import zkrecords  # noqa: E402
 
-MARGIN = 0.15          # s: slack on every time bound the stale check uses
 SESSION_TIMEOUTS = ["2s", "2.5s", "3s", "3.5s", "4s"]
 
 AGENT_KINDS = ["pause_short", "pause_long", "kill9_restart", "sigterm_restart",
@@ -106,70 +113,6 @@ def say(msg):
 
 
 # --------------------------------------------------------------------------
-# ZooKeeper transaction logs: every claim ever committed, for the epochs the
-# ZKChecker's watch and polling could not see (a claim overwritten within
-# milliseconds, or while its ZooKeeper connection moved to another server).
-
-OP_SETDATA = 5
-OP_MULTI = 14
-
-
-def _zk_string(buf, off):
-    (n,) = struct.unpack_from(">i", buf, off)
-    off += 4
-    if n < 0:
-        return None, off
-    return bytes(buf[off:off + n]), off + n
-
-
-def txnlog_claims(files, path):
-    """{zxid: data} of every setData on `path` (plain, or inside a multi) in
-    ZooKeeper txn log files (format: "ZKLG" header, then crc, length, record,
-    'B' per transaction; preallocated zeros at the end)."""
-    out = {}
-    want = path.encode()
-    for fn in files:
-        try:
-            with open(fn, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        if data[:4] != b"ZKLG":
-            continue
-        off = 16
-        while off + 12 <= len(data):
-            _crc, ln = struct.unpack_from(">qi", data, off)
-            if ln <= 0 or off + 12 + ln + 1 > len(data):
-                break
-            rec = data[off + 12:off + 12 + ln]
-            if data[off + 12 + ln] != 0x42:
-                break
-            off += 12 + ln + 1
-            try:
-                _cid, _cxid, zxid, _t, typ = struct.unpack_from(">qiqqi", rec, 0)
-                body = rec[32:]
-                txns = []
-                if typ == OP_SETDATA:
-                    txns.append(body)
-                elif typ == OP_MULTI:
-                    (cnt,) = struct.unpack_from(">i", body, 0)
-                    p = 4
-                    for _ in range(max(cnt, 0)):
-                        (ityp,) = struct.unpack_from(">i", body, p)
-                        inner, p = _zk_string(body, p + 4)
-                        if ityp == OP_SETDATA and inner is not None:
-                            txns.append(inner)
-                for t in txns:
-                    p_, o = _zk_string(t, 0)
-                    d, _ = _zk_string(t, o)
-                    if p_ == want:
-                        out[zxid] = (d or b"").decode(errors="replace")
-            except struct.error:
-                continue
-    return out
-
-
-# --------------------------------------------------------------------------
 
 class Fault:
     """One injected fault: applied, held, healed."""
@@ -182,7 +125,7 @@ class Fault:
         self.t_before = None            # just before the fault was applied
         self.t_applied = None           # once it surely took effect
         self.t_heal = None              # just before the heal began
-        self.victims = []               # agent ids it keeps from renewing
+        self.victims = []               # agent ids it hits (for the takeover figures)
         self.affected = None            # agent ids it disturbs (default: victims)
         self.leader_at_start = None     # (agent, epoch) leading when it began
         self.heal_fn = None
@@ -207,13 +150,15 @@ class Chaos:
         self.lease = {}                 # agent id -> 2/3 T (s)
         self.counts = collections.Counter()
         self.faults = []
-        self.cuts = []                  # (agent, t_from, t_check, label)
-        self.resigns = []               # (agent, t_req, t_resp, label)
+        self.starts = collections.defaultdict(list)   # agent id -> wall times started
+        self.worst_rng = random.Random(args.seed * 7919 + 1) if args.worst_case else None
+        self.staged = collections.Counter()
         self.problems = []
         self.checkpoints = 0
         self.journal = []
         self.deadline_hit = False
         self.audit_fig = None
+        self.stale_fig = None
 
     # -- setup ---------------------------------------------------------------
     def start(self):
@@ -248,6 +193,7 @@ class Chaos:
             st = self.rng.choice(SESSION_TIMEOUTS)
             ag = self.aset.new(aid, start=False, zk_hostport=",".join(p.hostport for p in ps),
                                session_timeout=st)
+            self.starts[aid].append(time.time())
             ag.start()
             self.pool.append(ag)
             if i == 0:
@@ -295,6 +241,9 @@ class Chaos:
                                 % (g.id, g.proc.returncode))
 
     def start_agent(self, g):
+        # The wall time before the process exists: every answer sent after
+        # it comes from this process or a later one (zkrecords.check_answers).
+        self.starts[g.id].append(time.time())
         try:
             g.start()
         except (AssertionError, zkharness.PollAbort) as e:
@@ -366,14 +315,12 @@ class Chaos:
         elif kind in ("resign_hold0", "resign_hold2"):
             h = "0s" if kind == "resign_hold0" else "2s"
             f = Fault(kind, aid, 0.0, "hold=%s" % h)
-            t_req = time.monotonic()
             try:
                 r = g.request("POST", "/v1/resign?hold=%s" % h, timeout=5.0)
             except Exception as e:  # noqa: BLE001
                 raise Violation("%s: POST /v1/resign failed: %r" % (aid, e)) from None
             if r.status != 200 or r.json().get("resigned") is not True:
                 raise Violation("%s: POST /v1/resign answered %s %r" % (aid, r.status, r.body))
-            self.resigns.append((aid, t_req, r.t_end, "round %d %s" % (rnd, kind)))
         elif kind.startswith("proxy_"):
             ps = self.proxies[aid]
             hold = rng.choice([rng.uniform(0.2, 0.9 * lease),
@@ -438,9 +385,9 @@ class Chaos:
             if kind == "zk_pause":
                 f.hold = rng.choice([rng.uniform(0.5, 2.0), rng.uniform(3.0, 7.0)])
                 srv.pause()
-                # Renewals pass through the ZooKeeper leader (sync): with it
-                # stopped no agent can renew; with a follower stopped, the
-                # agents connected to it cannot.
+                # With the ZooKeeper leader stopped no agent can renew; with
+                # a follower stopped, the agents connected to it cannot
+                # there, until they move to another server.
                 f.victims = [g.id for g in self.pool] if is_leader else \
                     [a_id for a_id, s in where.items() if s is srv]
 
@@ -483,24 +430,6 @@ class Chaos:
                 raise HarnessError("healing %s %s: %s" % (f.kind, f.target, e)) from None
             say("   heal %-14s %-6s after %.2fs" % (f.kind, f.target, f.t_heal - f.t_applied))
         f.done = True
-        self.record_cut(f)
-
-    def record_cut(self, f):
-        """A fault that kept an agent from renewing for its whole lease (2/3 T)
-        ends the term it held: from t_applied + lease on, answering
-        is_leader with a term older than the fault is stale."""
-        dur = f.t_heal - f.t_applied
-        for aid in f.victims:
-            lease = self.lease[aid]
-            label = "round %d %s %s (%.2fs)" % (f.round, f.kind, f.target, dur)
-            if f.kind in ("kill9_restart", "sigterm_restart"):
-                # A new process: no term of the old one may be answered.
-                self.cuts.append((aid, f.t_before, f.t_applied, label))
-                continue
-            if f.kind == "proxy_delay" and 2 * f.delay_s < lease + MARGIN:
-                continue        # only a round trip longer than the lease stops renewals
-            if dur >= lease + MARGIN:
-                self.cuts.append((aid, f.t_before, f.t_applied + lease + MARGIN, label))
 
     def run_round(self, rnd):
         picked = self.pick_round()
@@ -531,6 +460,77 @@ class Chaos:
         time.sleep(gap)                    # a quiet spell between faults
         self.check_alive()
 
+    def stage_worst_case(self, rnd):
+        """--worst-case: the lease's worst case (zk-session-tracking.md). If
+        the leading agent talks to a ZooKeeper follower F, then right after
+        the leader logs an acknowledged renewal (`audit: lease`): SIGSTOP F,
+        so that the touches it took since its last report never reach the
+        ZooKeeper leader, and black-hole all the agent's proxies, so that it
+        cannot move to another server (alone, it would, and ride through).
+        Hold past the session timeout, then heal both. Its own RNG: the
+        seeded fault sequence is unchanged."""
+        from test_lease_margin import wait_renewal_then
+        lead, e0 = self.current_leader()
+        zl = self.ens.leader()
+        where = {}
+        for a_id, sid in self.sessions_by_agent().items():
+            srv = self.ens.server_of_session(sid)
+            if srv is not None:
+                where[a_id] = srv
+        srv = where.get(lead)
+        if lead is None or zl is None or srv is None or srv is zl:
+            self.staged["not staged (leader on the ZK leader, or unknown)"] += 1
+            say("#%d worst case not staged: leader %s on %s, ZK leader %s" % (
+                rnd, lead, srv and "zk%d" % srv.myid, zl and "zk%d" % zl.myid))
+            return
+        g = self.agent(lead)
+        T = self.lease[lead] * 1.5
+        ps = self.proxies[lead]
+        t_before = time.monotonic()
+
+        def cut(srv=srv, ps=ps):
+            srv.pause()
+            for p in ps:
+                p.blackhole()
+        try:
+            seen = wait_renewal_then(g, cut, timeout=T, trigger="log")
+        except AssertionError as e:
+            self.staged["not staged (no renewal seen)"] += 1
+            say("#%d worst case not staged: %s" % (rnd, str(e)[:120]))
+            return
+        f = Fault("zk_pause_renewed", "zk%d" % srv.myid, T + self.worst_rng.uniform(1.0, 3.0),
+                  "ZK follower under leader %s, stopped and the leader cut off right "
+                  "after its renewal (%s)"
+                  % (lead, seen.strip()[-60:]))
+        f.t_before = t_before
+        f.t_applied = time.monotonic()
+        f.leader_at_start = (lead, e0)
+        f.round = rnd
+        f.victims = [a_id for a_id, s_ in where.items() if s_ is srv]
+
+        def heal(srv=srv, ps=ps):
+            for p in ps:
+                p.passthrough()
+            srv.resume()
+            self.ens.wait_quorum(90, expect=3, what="zk%d back in the quorum" % srv.myid)
+        f.heal_fn = heal
+        self.counts[f.kind] += 1
+        self.staged["staged"] += 1
+        self.faults.append(f)
+        say("#%d %-19s %-6s hold=%5.2fs  leader %s e=%#x; %s" % (
+            rnd, f.kind, f.target, f.hold, lead, e0, f.detail))
+        try:
+            time.sleep(max(0.0, f.t_applied + f.hold - time.monotonic()))
+            self.heal(f)
+        finally:
+            if not f.done:
+                try:
+                    self.heal(f)
+                except BaseException:  # noqa: BLE001
+                    pass
+        self.check_alive()
+        time.sleep(self.worst_rng.uniform(0.5, 2.0))
+
     def checkpoint(self, what):
         """Every agent up and healed: the election must settle."""
         self.checkpoints += 1
@@ -557,6 +557,9 @@ class Chaos:
         while time.monotonic() < end:
             rnd += 1
             self.run_round(rnd)
+            if self.worst_rng is not None and self.args.ensemble and \
+                    self.worst_rng.random() < self.args.worst_case and time.monotonic() < end:
+                self.stage_worst_case(rnd)
             if self.args.checkpoint_every and rnd % self.args.checkpoint_every == 0 \
                     and time.monotonic() < end:
                 self.checkpoint("checkpoint after round %d" % rnd)
@@ -586,6 +589,17 @@ class Chaos:
         for x in v:
             self.problems.append("single leader / epochs: " + x)
 
+        # ZooKeeper's own records: the transactions a quorum of servers logged.
+        if self.ens is not None:
+            by_server = [zkrecords.txnlog_files(s.data) for s in self.ens.servers]
+            quorum = len(by_server) // 2 + 1
+        else:
+            by_server = [zkrecords.txnlog_files(os.path.join(self.zk.dir, "data"))]
+            quorum = 1
+        txns, uncommitted = zkrecords.read_txnlogs(by_server, quorum)
+        rec = zkrecords.Records(txns, self.path)
+        tl = rec.claim_map()
+
         # Every epoch is a claim's mzxid (the checker, else the txn logs).
         with self.checker._lock:
             claims = dict(self.checker.claims)
@@ -593,13 +607,6 @@ class Chaos:
                         if isinstance(s.epoch, int)}, key=lambda t: t[1])
         missing = [(a, e) for a, e in pairs if claims.get(e) != a]
         from_log = 0
-        logs = []
-        if self.ens is not None:
-            for s in self.ens.servers:
-                logs += glob.glob(os.path.join(s.data, "version-2", "log.*"))
-        else:
-            logs = glob.glob(os.path.join(self.zk.dir, "data", "version-2", "log.*"))
-        tl = txnlog_claims(logs, self.path)
         for a, e in missing:
             if tl.get(e) == a:
                 from_log += 1
@@ -614,31 +621,29 @@ class Chaos:
             self.problems.append("the ZooKeeper checker barely ran (%d polls)"
                                  % self.checker.polls)
 
-        # Stale answers.
-        first_seen = {}
-        for s in sorted(leaders, key=lambda s: s.t_end):
-            first_seen.setdefault(s.epoch, s.t_end)
-        by_agent = collections.defaultdict(list)
-        for s in leaders:
-            by_agent[s.agent].append(s)
-        stale = []
-        for aid, t_from, t_check, label in self.cuts:
-            for s in by_agent.get(aid, []):
-                if s.t_start > t_check and first_seen.get(s.epoch, 1e18) < t_from:
-                    stale.append("%s answered is_leader with epoch %#x (a term from before "
-                                 "%s) %.3fs after the fault began: %r"
-                                 % (aid, s.epoch, label, s.t_start - t_from, s))
-        for aid, t_req, t_resp, label in self.resigns:
-            for s in by_agent.get(aid, []):
-                if s.t_start > t_resp and first_seen.get(s.epoch, 1e18) < t_req:
-                    stale.append("%s answered is_leader with epoch %#x after its resign "
-                                 "(%s) returned: %r" % (aid, s.epoch, label, s))
+        # Stale answers, judged from ZooKeeper's records alone (zkrecords).
+        if not rec.claims or not rec.sessions:
+            raise HarnessError("the transaction logs gave %d claims and %d sessions (%d "
+                               "transactions): nothing to judge the answers by"
+                               % (len(rec.claims), len(rec.sessions), len(txns)))
+        stale, sproblems, sfig = zkrecords.check_answers(rec, samples, starts=self.starts)
+        for x in sproblems[:20]:
+            self.problems.append("ZooKeeper records: " + x)
         for x in stale[:20]:
             self.problems.append("stale answer: " + x)
         if len(stale) > 20:
             self.problems.append("... and %d more stale answers" % (len(stale) - 20))
+        if sfig["answers_without_wall_clock"]:
+            raise HarnessError("%d answers have no wall-clock time"
+                               % sfig["answers_without_wall_clock"])
+        sfig["uncommitted"] = uncommitted
+        sfig["txns"] = len(txns)
+        self.stale_fig = sfig
 
         # Figures: terms, leader changes, takeover times.
+        first_seen = {}
+        for s in sorted(leaders, key=lambda s: s.t_end):
+            first_seen.setdefault(s.epoch, s.t_end)
         terms = sorted(first_seen.items(), key=lambda t: t[1])
         owner = {s.epoch: s.agent for s in leaders}
         changes = sum(1 for (e1, _), (e2, _) in zip(terms, terms[1:])
@@ -675,9 +680,7 @@ class Chaos:
             "claims_in_txn_log": len(tl),
             "epochs_verified_from_txn_log": from_log,
             "checker_polls": self.checker.polls,
-            "stale_answers": len(stale),
-            "lease_cuts_checked": len(self.cuts),
-            "resigns_checked": len(self.resigns),
+            "stale_answers": sfig["stale_answers"],
             "takeovers": takeovers,
             "max_leaderless_gap_s": max(gaps) if gaps else float("nan"),
             "violations_single_leader": len(v),
@@ -734,8 +737,27 @@ def summary_lines(c, fig, t_settle, t_empty):
                "%d, claims committed (txn log): %d, epochs verified only from txn log: %d"
                % (fig["terms"], fig["leader_changes"], fig["claims_seen_by_checker"],
                   fig["claims_in_txn_log"], fig["epochs_verified_from_txn_log"]))
-    out.append("  stale answers: %d (lease cuts checked: %d, resigns checked: %d)" % (
-        fig["stale_answers"], fig["lease_cuts_checked"], fig["resigns_checked"]))
+    sf = getattr(c, "stale_fig", None)
+    if sf is not None:
+        out.append("  stale answers (from ZooKeeper's records): %d, in %d groups; is_leader "
+                   "answers checked: %d over %d terms, against %d committed txns (%d logged "
+                   "without a quorum, ignored): %d claims, %d sessions, %d contender nodes" % (
+                       sf["stale_answers"], sf["stale_groups"], sf["answers_checked"],
+                       sf["terms"], sf["txns"], sf["uncommitted"], sf["claims"],
+                       sf["sessions"], sf["nodes"]))
+        if sf["min_claim_to_answer_ms"] is not None:
+            out.append("  clocks: the earliest answer arrived %.1f ms after its claim's txn "
+                       "time (never before: the clocks agree)" % sf["min_claim_to_answer_ms"])
+        for kind, (mn, med, n) in sorted(sf["margins"].items()):
+            out.append("  term ended by %s: last is_leader true sent %.0f ms before its txn "
+                       "time (min; median %.0f ms, %d terms)%s" % (
+                           kind, mn * 1000.0, med * 1000.0, n,
+                           "; an operator's delete: %.0f ms allowed after it"
+                           % (zkrecords.FOREIGN_DELETE_NOTICE_S * 1000.0)
+                           if kind == "delete-other" else ""))
+    if c.staged:
+        out.append("  worst case staged (--worst-case): " + ", ".join(
+            "%s=%d" % kv for kv in sorted(c.staged.items())))
     tk = sorted(fig["takeovers"])
     if tk:
         out.append("  takeover (fault that ended the leader's term -> first is_leader "
@@ -764,6 +786,10 @@ def main():
     ap.add_argument("--checkpoint-every", type=int, default=6,
                     help="settle check every N rounds (6; 0: only at the end)")
     ap.add_argument("--keep", action="store_true", help="keep temp dirs even on success")
+    ap.add_argument("--worst-case", type=float, default=0.0, metavar="P",
+                    help="with --ensemble: after each round, with probability P, stage the "
+                    "lease's worst case (SIGSTOP the leader's ZooKeeper follower right after "
+                    "its renewal); its own RNG, so the seed's faults stay the same (0)")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10 ** 6)
@@ -780,10 +806,13 @@ def main():
     budget = int(args.minutes * 60 + 600)
     signal.alarm(budget)
 
-    repro = "/usr/bin/python3 tests/chaos/chaos.py --minutes %g --seed %d --agents %d%s" % (
-        args.minutes, args.seed, args.agents, " --ensemble" if args.ensemble else "")
-    say("zkelect chaos: seed %d (reproduce: %s); agent binary %s"
-        % (args.seed, repro, os.environ["ZKELECTD"]))
+    repro = "/usr/bin/python3 tests/chaos/chaos.py --minutes %g --seed %d --agents %d%s%s" % (
+        args.minutes, args.seed, args.agents, " --ensemble" if args.ensemble else "",
+        " --worst-case %g" % args.worst_case if args.worst_case else "")
+    say("zkelect chaos: seed %d (reproduce: %s); agent binary %s%s"
+        % (args.seed, repro, os.environ["ZKELECTD"],
+           "; ZKELECT_TEST_LEGACY_LEASE=1: THE OLD LEASE"
+           if os.environ.get("ZKELECT_TEST_LEGACY_LEASE") == "1" else ""))
     c = Chaos(args)
     rc = 0
     try:

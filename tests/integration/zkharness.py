@@ -494,10 +494,16 @@ class Observer:
 # Status recorder and the "never two leaders" checker
 
 class Sample:
-    __slots__ = ("agent", "t_start", "t_end", "is_leader", "epoch", "role", "ok")
+    __slots__ = ("agent", "t_start", "t_end", "is_leader", "epoch", "role", "ok",
+                 "w_start", "w_end")
 
     def __init__(self, agent, t_start, t_end, ok, is_leader=False, epoch=None, role=None):
         self.agent = agent
+        # The same window on the wall clock (time.time(), CLOCK_REALTIME, the
+        # clock ZooKeeper stamps its transactions with), when the recorder
+        # took it; None otherwise.
+        self.w_start = None
+        self.w_end = None
         self.t_start = t_start
         self.t_end = t_end
         self.ok = ok
@@ -547,8 +553,10 @@ class StatusRecorder:
     def _run(self, agent):
         while not self._stop.is_set():
             t0 = time.monotonic()
+            w0 = time.time()        # both before the request is sent
             try:
                 r = unix_request(agent.socket, "GET", "/v1/status", timeout=self.timeout)
+                w1 = time.time()
                 t1 = time.monotonic()
                 if r.status == 200:
                     d = r.json()
@@ -557,7 +565,9 @@ class StatusRecorder:
                 else:
                     s = Sample(agent.id, t0, t1, False)
             except Exception:  # noqa: BLE001 - refused/timeout/garbage = not leader
+                w1 = time.time()
                 s = Sample(agent.id, t0, time.monotonic(), False)
+            s.w_start, s.w_end = w0, w1
             with self._lock:
                 self.samples.append(s)
             self._stop.wait(self.interval)
