@@ -77,6 +77,18 @@ usage(FILE *f)
 	    "command's status.\n");
 }
 
+/* Anything left after a command's options is refused, with usage. */
+static int
+stray_arguments(const char *cmd, int argc, char *argv[])
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "zkelectctl: %s: unexpected argument '%s'\n", cmd,
+	    argv[optind]);
+	usage(stderr);
+	return -1;
+}
+
 static int
 request(const char *method, const char *target, int timeout_ms,
     struct client_response *resp)
@@ -128,6 +140,8 @@ cmd_status(int argc, char *argv[])
 		}
 		json = true;
 	}
+	if (stray_arguments("status", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (request("GET", "/v1/status", 5000, &resp) == -1)
 		return EXIT_AGENT;
 	if (resp.code != 200) {
@@ -216,6 +230,8 @@ cmd_wait(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
+	if (stray_arguments("wait", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (want == 0) {
 		fprintf(stderr, "zkelectctl: wait: say what to wait for: "
 		    "--leader, --follower or --change\n");
@@ -285,11 +301,8 @@ cmd_is_leader(int argc, char *argv[])
 		}
 		quiet = true;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "zkelectctl: is-leader: unexpected argument '%s'\n",
-		    argv[optind]);
+	if (stray_arguments("is-leader", argc, argv) == -1)
 		return EXIT_USAGE;
-	}
 	if (request("GET", "/v1/status", 5000, &resp) == -1)
 		return EXIT_AGENT;
 	if (status_fields("is-leader", &resp, role, sizeof(role), index,
@@ -327,6 +340,8 @@ cmd_resign(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
+	if (stray_arguments("resign", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (hold != NULL)
 		snprintf(target, sizeof(target), "/v1/resign?hold=%s", hold);
 	else
