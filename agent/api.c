@@ -237,9 +237,11 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
 	    "\"hold_remaining_ms\":%" PRIu64 ",\"index\":%" PRIu64
-	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}}\n",
+	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}"
+	    ",\"duplicate_id\":%s}\n",
 	    r.candidates, r.position, election_hold_remaining(e, now), e->index,
-	    election_session_name(r.session), r.timeout_ms);
+	    election_session_name(r.session), r.timeout_ms,
+	    r.duplicate_id ? "true" : "false");
 }
 
 /* ------------------------------------------------------------------ */

@@ -1754,6 +1754,34 @@ election_hold_remaining(const struct election *e, uint64_t now)
 	return e->hold_until - now;
 }
 
+/*
+ * An id names one agent (DESIGN §1 stores it as node data); two agents
+ * configured with the same one are a mistake we can see in two places: a
+ * claim with our id that is no term of ours (not one we led under, nor one
+ * we are taking up), and, for the leader, a successor whose node carries
+ * our id. The first is also what this agent's previous run leaves until
+ * ZooKeeper expires its session. Either way the claim names the leader.
+ */
+static bool
+election_claim_foreign(const struct election *e)
+{
+	return e->claim_known && e->role != ELECTION_LEADER &&
+	    strcmp(e->claim_id, e->id) == 0 && e->claim_epoch > e->spent_epoch &&
+	    e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING &&
+	    e->phase != PHASE_LEADING;
+}
+
+static bool
+election_successor_twin(const struct election *e)
+{
+	size_t idlen = strlen(e->id);
+
+	return e->role == ELECTION_LEADER && e->succ[0] != '\0' &&
+	    e->succ_datalen >= (int)idlen && memcmp(e->succ_data, e->id,
+	    idlen) == 0 && (e->succ_datalen == (int)idlen ||
+	    e->succ_data[idlen] == '\n');
+}
+
 void
 election_report(const struct election *e, struct election_report *r)
 {
@@ -1767,6 +1795,7 @@ election_report(const struct election *e, struct election_report *r)
 	r->candidates = e->candidates;
 	r->position = e->position;
 	r->holding = e->phase == PHASE_HOLDING;
+	r->duplicate_id = election_claim_foreign(e) || election_successor_twin(e);
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->id);
@@ -1778,7 +1807,7 @@ election_report(const struct election *e, struct election_report *r)
 			    nl + 1);
 		}
 	} else if (e->session == SESSION_CONNECTED && e->claim_known &&
-	    !e->claim_mine) {
+	    (!e->claim_mine || election_claim_foreign(e))) {
 		/* The leader named by the last claim we saw (DESIGN §1). */
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->claim_id);

@@ -170,6 +170,7 @@ struct election_report {
 	int		 candidates;
 	int		 position;	/* ours among contenders, -1 if none */
 	bool		 holding;	/* resigned, waiting out the hold */
+	bool		 duplicate_id;	/* another contender has our id */
 };
 
 struct election {

@@ -97,6 +97,7 @@ struct notify {
 
 	/* on_leader_change: the leader last reported to the app */
 	bool		 seen_leader;
+	bool		 seen_duplicate;	/* warned of a duplicate id */
 	char		 seen_id[ELECTION_ID_MAX];
 	uint64_t	 seen_epoch;
 
@@ -875,10 +876,20 @@ notify_leader_seen(struct notify *n, const struct election_report *r)
 {
 	const struct config *conf = n->agent->conf;
 
+	if (r->duplicate_id && !n->seen_duplicate)
+		log_warnx("election: another agent in %s uses this agent's "
+		    "election.id '%s' (%s); ids must be unique: both take part, "
+		    "but apps and operators cannot tell them apart (a restarted "
+		    "agent also sees its previous run until ZooKeeper expires "
+		    "that session)", conf->election_path, conf->election_id,
+		    r->role == ELECTION_LEADER ? "it is queued next" :
+		    "it leads");
+	n->seen_duplicate = r->duplicate_id;
 	if (r->role != ELECTION_FOLLOWER && r->role != ELECTION_OBSERVER)
 		return;
-	/* Our own last claim, still visible after we let go: not news. */
-	if (!r->has_leader || strcmp(r->leader_id, conf->election_id) == 0)
+	/* Our own last claim is never reported as the leader (election.c);
+	 * a leader with our id is another agent. */
+	if (!r->has_leader)
 		return;
 	if (n->seen_leader && n->seen_epoch == r->leader_epoch &&
 	    strcmp(n->seen_id, r->leader_id) == 0)

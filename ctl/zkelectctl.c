@@ -105,7 +105,8 @@ static void
 print_human(const char *json)
 {
 	char role[32] = "?", epoch[32] = "null", lease[32] = "0", id[300] = "?",
-	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?";
+	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?",
+	    dup[8] = "";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -119,9 +120,14 @@ print_human(const char *json)
 	printf("%s: %s", id, role);
 	if (strcmp(role, "leader") == 0)
 		printf(" (epoch %s, lease %s ms)", epoch, lease);
-	printf(", leader %s, %s candidate%s, session %s\n",
+	printf(", leader %s, %s candidate%s, session %s",
 	    lid[0] != '\0' ? lid : "none", cands,
 	    strcmp(cands, "1") == 0 ? "" : "s", state);
+	if (client_json_get(json, "duplicate_id", dup, sizeof(dup)) == 0 &&
+	    strcmp(dup, "true") == 0)
+		printf("; WARNING: id %s is also used by another agent in this "
+		    "election", id);
+	printf("\n");
 }
 
 static int

@@ -104,3 +104,76 @@ def test_zk_server_script_refuses_a_bad_tick_time(args, tmp_path):
     assert r.returncode == 1 and r.stdout == "", r
     assert "zk-server: " in r.stderr, r.stderr
     assert not d.exists()
+
+
+# --- bug 1: two agents with one election.id ---------------------------------------
+
+CHANGE_HOOK = """#!/bin/sh
+echo "$ZKELECT_LEADER_ID $ZKELECT_LEADER_EPOCH" >> "$1"
+"""
+
+
+@pytest.fixture
+def twin_set(zk_hostport, election, request):
+    """A second AgentSet on the same election (its own directory, so an
+    agent there may share an id with one in `agents`)."""
+    import zkharness
+    aset = zkharness.AgentSet(zk_hostport, election)
+    request.node._zkelect_agent_sets = getattr(request.node, "_zkelect_agent_sets", []) + [aset]
+    try:
+        yield aset
+    finally:
+        aset.cleanup()
+
+
+def test_duplicate_id_is_warned_and_the_real_leader_reported(agents, twin_set, tmp_path):
+    marks = tmp_path / "changes.txt"
+    hook = tmp_path / "change.sh"
+    hook.write_text(CHANGE_HOOK)
+    hook.chmod(0o755)
+    yaml = "notify:\n  on_leader_change: [\"%s\", \"%s\"]\n" % (hook, marks)
+    first = agents.new("twin", extra_yaml=yaml)
+    s1 = first.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    second = twin_set.new("twin")
+    # The second one follows, names the first as leader, and both say that
+    # the id is used twice: the follower from the claim, the leader from its
+    # successor's node.
+    s2 = second.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None,
+                         10 * SLOW, what="follows and names the leader")
+    assert s2["leader"]["id"] == "twin" and s2["leader"]["epoch"] == s1["epoch"], s2
+    second.wait_for(lambda s: s.get("duplicate_id") is True, 10 * SLOW,
+                    what="reports the duplicate id")
+    first.wait_for(lambda s: s.get("duplicate_id") is True, 10 * SLOW,
+                   what="reports the duplicate id")
+    for a in (first, second):
+        poll(lambda: "another agent" in a.log_text() and "election.id" in a.log_text(),
+             10 * SLOW, what="%s warns of the duplicate id" % a.log_path)
+    # The first lets go; the duplicate leads, and the first reports it (and
+    # runs on_leader_change) as it would any other leader.
+    r = ctl(first.socket, "resign", "--hold", "60s")
+    assert r.returncode == 0, r
+    s2 = second.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    s1 = first.wait_for(lambda s: s["leader"] is not None, 10 * SLOW,
+                        what="names the duplicate as leader")
+    assert s1["leader"] == {"id": "twin", "epoch": s2["epoch"], "value": None}, s1
+    assert s1["role"] == "follower" and s1["is_leader"] is False, s1
+    poll(lambda: marks.exists() and ("twin %d" % s2["epoch"]) in marks.read_text(),
+         10 * SLOW, what="on_leader_change for the duplicate's term")
+    r = ctl(first.socket, "status")
+    assert "leader twin" in r.stdout and "id twin is also used" in r.stdout, r.stdout
+
+
+def test_members_marks_an_id_used_twice(agents, twin_set, tmp_path):
+    first = agents.new("twin")
+    first.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    agents.new("other").wait_for(lambda s: s["role"] == "follower", 10 * SLOW,
+                                 what="follows")
+    twin_set.new("twin").wait_for(lambda s: s["role"] == "follower", 10 * SLOW,
+                                  what="follows")
+    r = run([ZKELECTCTL, "members", "-c", first.config])
+    assert r.returncode == 0, r
+    assert "WARNING: id twin is used by 2 contenders (positions 0, 2)" in r.stdout, r.stdout
+    r = run([ZKELECTCTL, "members", "-c", first.config, "--json"])
+    assert r.returncode == 0, r
+    dup = [c["duplicate_id"] for c in json.loads(r.stdout)["contenders"]]
+    assert dup == [True, False, True], r.stdout

@@ -1601,8 +1601,12 @@ START_TEST(test_view_reports_the_claim)
 }
 END_TEST
 
-/* A claim naming our own data while we do not lead is not reported (an
- * earlier incarnation of ours, say). */
+/*
+ * A claim naming our own data under an epoch we never led under is another
+ * agent's with our id (or an earlier run of ours, whose session still
+ * stands): it names the leader, and the id is flagged as used twice
+ * (issue 25, bug 1). A claim of a term we led is ours and is not reported.
+ */
 START_TEST(test_view_own_claim_not_reported)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
@@ -1611,7 +1615,14 @@ START_TEST(test_view_own_claim_not_reported)
 	join_follower(&e);
 	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E1, E1, T0 + 20));
 	election_report(&e, &r);
+	ck_assert(r.has_leader);
+	ck_assert_str_eq(r.leader_id, MY_ID);
+	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E1);
+	ck_assert(r.duplicate_id);
+	e.spent_epoch = (uint64_t)E1;	/* as if we had led under E1 */
+	election_report(&e, &r);
 	ck_assert(!r.has_leader);
+	ck_assert(!r.duplicate_id);
 }
 END_TEST
 
