@@ -238,10 +238,15 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
 	    "\"hold_remaining_ms\":%" PRIu64 ",\"index\":%" PRIu64
 	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}"
-	    ",\"duplicate_id\":%s}\n",
+	    ",\"duplicate_id\":%s,\"candidates_age_ms\":",
 	    r.candidates, r.position, election_hold_remaining(e, now), e->index,
 	    election_session_name(r.session), r.timeout_ms,
 	    r.duplicate_id ? "true" : "false");
+	if (election_candidates_age(e, now) < 0)
+		evbuffer_add_printf(out, "null}\n");
+	else
+		evbuffer_add_printf(out, "%" PRId64 "}\n",
+		    election_candidates_age(e, now));
 }
 
 /* ------------------------------------------------------------------ */

@@ -279,6 +279,7 @@ election_forget_view(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
 	e->candidates = 0;
+	e->candidates_counted = false;
 	e->position = -1;
 	e->succ[0] = '\0';
 	e->succ_datalen = -1;
@@ -681,10 +682,11 @@ election_drop_ahead(struct election *e, const char *name)
 			memmove(&e->ahead[i], &e->ahead[i + 1],
 			    (size_t)(e->nahead - i - 1) * sizeof(*e->ahead));
 			e->nahead--;
+			/* Our place is a fact (nodes only join behind us);
+			 * the count is not (they may have): it stays as
+			 * listed, with its age (election_candidates_age). */
 			if (e->position > 0)
 				e->position--;
-			if (e->candidates > 0)
-				e->candidates--;
 			return;
 		}
 }
@@ -854,6 +856,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 		ahead = n;	/* not queued: everyone is ahead */
 	free(byseq);
 	e->candidates = n;
+	e->candidates_at = e->now;
+	e->candidates_counted = true;
 	/* Who is ahead of us: where to look for the next leader without
 	 * listing again when this one leaves. */
 	election_set_ahead(e, sorted, ahead);
@@ -1744,6 +1748,23 @@ election_lease_remaining(const struct election *e, uint64_t now)
 	if (e->role != ELECTION_LEADER || now >= e->lease_deadline)
 		return 0;
 	return e->lease_deadline - now;
+}
+
+/*
+ * How old the candidate count is at now, in ms: 0 for a connected leader,
+ * whose watch on the queue keeps it current; -1 before the first count.
+ * Followers count when they list (joining, or when a node ahead of them
+ * is found missing), not as nodes join behind them: a watch on the queue
+ * would wake them all at every change (DESIGN §5, scale).
+ */
+int64_t
+election_candidates_age(const struct election *e, uint64_t now)
+{
+	if (!e->candidates_counted)
+		return -1;
+	if (e->phase == PHASE_LEADING && e->session == SESSION_CONNECTED)
+		return 0;
+	return now > e->candidates_at ? (int64_t)(now - e->candidates_at) : 0;
 }
 
 uint64_t

@@ -204,7 +204,9 @@ struct election {
 	int64_t		 node_czxid;
 	char		 predecessor[ELECTION_NAME_MAX];
 	bool		 self_watched;	/* our node's watch is set (this session) */
-	int		 candidates;
+	int		 candidates;	/* as of our last listing */
+	uint64_t	 candidates_at;	/* when that was */
+	bool		 candidates_counted;
 	int		 position;
 	char		**ahead;	/* contenders ahead of us, as last listed */
 	int		 nahead;
@@ -281,6 +283,9 @@ enum election_role election_role_at(const struct election *e, uint64_t now);
 
 /* Lease time left at now, in ms (0 when not leading or lapsed). */
 uint64_t election_lease_remaining(const struct election *e, uint64_t now);
+
+/* Age of the candidate count at now, in ms (0: kept current; -1: none). */
+int64_t election_candidates_age(const struct election *e, uint64_t now);
 
 /* Hold time left at now, in ms (0 unless resigned and holding). */
 uint64_t election_hold_remaining(const struct election *e, uint64_t now);

@@ -177,3 +177,38 @@ def test_members_marks_an_id_used_twice(agents, twin_set, tmp_path):
     assert r.returncode == 0, r
     dup = [c["duplicate_id"] for c in json.loads(r.stdout)["contenders"]]
     assert dup == [True, False, True], r.stdout
+
+
+# --- bug 2: a candidate count the agent can stand behind ---------------------------
+
+def test_candidates_are_current_or_carry_their_age(agents, observer, election):
+    import time
+    a = agents.new("a")
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    b = agents.new("b")
+    b.wait_for(lambda s: s["role"] == "follower", 10 * SLOW, what="follows")
+    joined = time.monotonic()
+    c = agents.new("c")
+    c.wait_for(lambda s: s["role"] == "follower", 10 * SLOW, what="follows")
+    d = agents.new("d")
+    d.wait_for(lambda s: s["role"] == "follower", 10 * SLOW, what="follows")
+    assert len(observer.contenders(election)) == 4
+    # The leader watches the queue: its count is current, of age 0.
+    a.wait_for(lambda s: s["candidates"] == 4 and s["candidates_age_ms"] == 0,
+               10 * SLOW, what="counts 4, current")
+    # b counted when it joined, before c and d: it says how old that is.
+    s = b.status()
+    assert s["candidates"] == 2, s
+    assert s["candidates_age_ms"] >= (time.monotonic() - joined) * 1000 - 50, s
+    # A resigned agent is not in the queue: its old count carries its age,
+    # which grows.
+    r = ctl(a.socket, "resign", "--hold", "60s")
+    assert r.returncode == 0, r
+    s1 = a.wait_for(lambda s: s["position"] == -1, 10 * SLOW, what="holds")
+    s2 = a.wait_for(lambda s: s["candidates_age_ms"] > s1["candidates_age_ms"] + 100,
+                    10 * SLOW, what="the count ages")
+    assert s2["candidates_age_ms"] > 0 and s2["candidates"] == s1["candidates"], (s1, s2)
+    # The new leader counts the queue afresh.
+    b.wait_for(lambda s: s["role"] == "leader" and s["candidates"] == 3 and
+               s["candidates_age_ms"] == 0, 10 * SLOW, what="leads, counts 3")
+    assert len(observer.contenders(election)) == 3
