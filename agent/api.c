@@ -210,6 +210,7 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 {
 	struct election_report r;
 	enum election_role role = election_role_at(e, now);
+	char why[256];
 
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"id\":");
@@ -237,16 +238,30 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
 	    "\"hold_remaining_ms\":%" PRIu64 ",\"index\":%" PRIu64
-	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d}"
-	    ",\"duplicate_id\":%s,\"candidates_age_ms\":",
+	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d,"
+	    "\"last_error\":",
 	    r.candidates, r.position, election_hold_remaining(e, now), e->index,
-	    election_session_name(r.session), r.timeout_ms,
+	    election_session_name(r.session), r.timeout_ms);
+	/* Why we are not connected, as the client last said. */
+	zk_last_error(why, sizeof(why));
+	if (r.session != SESSION_CONNECTED && why[0] != '\0')
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "},\"duplicate_id\":%s,\"candidates_age_ms\":",
 	    r.duplicate_id ? "true" : "false");
 	if (election_candidates_age(e, now) < 0)
-		evbuffer_add_printf(out, "null}\n");
+		evbuffer_add_printf(out, "null");
 	else
-		evbuffer_add_printf(out, "%" PRId64 "}\n",
-		    election_candidates_age(e, now));
+		evbuffer_add_printf(out, "%" PRId64, election_candidates_age(e, now));
+	/* Why the role is what it is: the reason of its last change. */
+	evbuffer_add_printf(out, ",\"role_reason\":");
+	if (role != r.role)
+		api_json_string(out, "lease lapsed");	/* the tick is due */
+	else
+		api_json_string(out, e->role_reason != NULL ? e->role_reason :
+		    "starting");
+	evbuffer_add_printf(out, "}\n");
 }
 
 /* ------------------------------------------------------------------ */

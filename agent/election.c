@@ -235,6 +235,7 @@ election_set_role(struct election *e, enum election_role role,
 	a->to = role;
 	a->reason = reason;
 	a->wait = wait;
+	e->role_reason = reason;
 	if (e->role == ELECTION_LEADER) {
 		if (e->epoch > e->spent_epoch)
 			e->spent_epoch = e->epoch;

@@ -263,6 +263,7 @@ struct election {
 	bool		 stopping;
 
 	/* reporting */
+	const char	*role_reason;	/* of the last role change; NULL: none */
 	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;

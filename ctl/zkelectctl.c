@@ -101,12 +101,29 @@ request(const char *method, const char *target, int timeout_ms,
 	return 0;
 }
 
+/* Milliseconds as seconds for a person: "8.2 s", "41 s". */
+static void
+print_seconds(const char *ms)
+{
+	double sec = strtod(ms, NULL) / 1000.0;
+
+	printf(sec < 10 ? "%.1f s" : "%.0f s", sec);
+}
+
+/*
+ * One line: who, the role, what the agent is doing about it, the leader,
+ * the count (with its age when it is not kept current), the session:
+ *   orders-2: follower, holding off after a resign: rejoins the queue in
+ *   8.2 s, leader orders-1, 3 candidates (counted 2.1 s ago), session
+ *   connected
+ */
 static void
 print_human(const char *json)
 {
 	char role[32] = "?", epoch[32] = "null", lease[32] = "0", id[300] = "?",
 	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?",
-	    dup[8] = "";
+	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
+	    why[300] = "", reason[64] = "";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -114,15 +131,51 @@ print_human(const char *json)
 	client_json_get(json, "id", id, sizeof(id));
 	client_json_get(json, "leader", leader, sizeof(leader));
 	client_json_get(json, "candidates", cands, sizeof(cands));
+	client_json_get(json, "candidates_age_ms", age, sizeof(age));
+	client_json_get(json, "position", pos, sizeof(pos));
+	client_json_get(json, "hold_remaining_ms", hold, sizeof(hold));
 	client_json_get(json, "state", state, sizeof(state));
+	client_json_get(json, "role_reason", reason, sizeof(reason));
+	if (client_json_get(json, "last_error", why, sizeof(why)) == 0 &&
+	    strcmp(why, "null") == 0)
+		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
 	printf("%s: %s", id, role);
-	if (strcmp(role, "leader") == 0)
+	if (strcmp(role, "leader") == 0) {
 		printf(" (epoch %s, lease %s ms)", epoch, lease);
-	printf(", leader %s, %s candidate%s, session %s",
-	    lid[0] != '\0' ? lid : "none", cands,
-	    strcmp(cands, "1") == 0 ? "" : "s", state);
+		if (strcmp(state, "connected") != 0)
+			printf(", riding out a lost connection to ZooKeeper "
+			    "within the lease");
+	} else if (strcmp(hold, "0") != 0) {
+		printf(", holding off after a resign: rejoins the queue in ");
+		print_seconds(hold);
+	} else if (strcmp(state, "connecting") == 0)
+		printf(", waiting to connect to ZooKeeper%s%s%s",
+		    why[0] != '\0' ? " (last error: " : "", why,
+		    why[0] != '\0' ? ")" : "");
+	else if (strcmp(state, "connected") != 0)
+		printf(", not leading: session %s", state);
+	else if (strcmp(role, "observer") == 0)
+		printf(", observing (not a candidate)");
+	else if (strcmp(role, "follower") == 0 && strcmp(pos, "-1") != 0 &&
+	    strcmp(pos, "0") != 0)
+		printf(", queued at position %s%s", pos,
+		    strcmp(pos, "1") == 0 ? " (next in line)" : "");
+	else if (strcmp(pos, "0") == 0)
+		printf(", first in the queue, taking over");
+	else if (reason[0] != '\0')
+		printf(", not leading (%s)", reason);
+	printf(", leader %s, %s candidate%s", lid[0] != '\0' ? lid : "none",
+	    cands, strcmp(cands, "1") == 0 ? "" : "s");
+	if (strcmp(age, "null") == 0)
+		printf(" (not counted yet)");
+	else if (strcmp(age, "0") != 0) {
+		printf(" (counted ");
+		print_seconds(age);
+		printf(" ago)");
+	}
+	printf(", session %s", state);
 	if (client_json_get(json, "duplicate_id", dup, sizeof(dup)) == 0 &&
 	    strcmp(dup, "true") == 0)
 		printf("; WARNING: id %s is also used by another agent in this "

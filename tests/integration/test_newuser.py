@@ -212,3 +212,39 @@ def test_candidates_are_current_or_carry_their_age(agents, observer, election):
     b.wait_for(lambda s: s["role"] == "leader" and s["candidates"] == 3 and
                s["candidates_age_ms"] == 0, 10 * SLOW, what="leads, counts 3")
     assert len(observer.contenders(election)) == 3
+
+
+# --- friction 2 and 6: the one-line status says what the agent is doing --------
+
+def test_status_line_says_the_agent_holds_off_after_a_resign(agents):
+    a = agents.new("a")
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    b = agents.new("b")
+    b.wait_for(lambda s: s["role"] == "follower", 10 * SLOW, what="follows")
+    r = ctl(b.socket, "status")
+    assert r.returncode == 0 and "b: follower, queued at position 1 (next in line)," in \
+        r.stdout, r.stdout
+    assert "leader a, " in r.stdout, r.stdout
+    r = ctl(a.socket, "resign", "--hold", "60s")
+    assert r.returncode == 0, r
+    s = a.wait_for(lambda s: s["leader"] is not None and s["leader"]["id"] == "b",
+                   10 * SLOW, what="names b")
+    assert s["role_reason"] == "resigned", s
+    r = ctl(a.socket, "status")
+    assert r.returncode == 0, r
+    line = r.stdout
+    assert line.startswith("a: follower, holding off after a resign: rejoins the queue in "), line
+    assert "leader b, " in line and "counted " in line, line
+
+
+def test_status_shows_why_zookeeper_cannot_be_reached(agents):
+    from zkharness import free_port
+    a = agents.new("a", zk_hostport="127.0.0.1:%d" % free_port(), log_level="info")
+    s = a.wait_for(lambda s: "refused" in (s["session"].get("last_error") or ""),
+                   10 * SLOW, what="the refusal in the status")
+    assert s["session"]["state"] == "connecting" and s["role"] == "unknown", s
+    r = ctl(a.socket, "status")
+    assert r.returncode == 0, r
+    assert r.stdout.startswith("a: unknown, waiting to connect to ZooKeeper (last error: "), \
+        r.stdout
+    assert "refused" in r.stdout, r.stdout
