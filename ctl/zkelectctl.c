@@ -52,9 +52,12 @@ usage(FILE *f)
 	    "                              or its status changes; --timeout 0 checks\n"
 	    "                              once and does not wait\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
-	    "  run -- CMD [ARGS...]        run CMD only while this instance leads:\n"
+	    "  run [-q|--quiet] -- CMD [ARGS...]\n"
+	    "                              run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
-	    "                              then SIGKILL) before the lease can lapse\n"
+	    "                              then SIGKILL) before the lease can lapse;\n"
+	    "                              says once that it waits to lead, and\n"
+	    "                              for whom, unless -q\n"
 	    "\n"
 	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
 	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
@@ -451,6 +454,7 @@ struct run_view {
 	char	 epoch[32];
 	char	 session[32];
 	char	 index[32];		/* "0": the next long poll answers at once */
+	char	 leader[300];		/* the leader's id, "" when none is known */
 	uint64_t deadline;		/* lease end, when role is leader */
 	uint64_t took;			/* ms from sending to the whole answer */
 };
@@ -460,7 +464,7 @@ static void
 run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 {
 	struct client_response resp;
-	char target[128], lease[32];
+	char target[128], lease[32], leader[600], lepoch[32];
 	uint64_t sent = now_ms();
 
 	if (wait_ms > 0)
@@ -486,6 +490,15 @@ run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 		if (client_json_get(resp.body, "state", v->session,
 		    sizeof(v->session)) == -1)
 			strcpy(v->session, "?");
+		v->leader[0] = '\0';
+		if (client_json_get(resp.body, "leader", leader,
+		    sizeof(leader)) == 0 && strcmp(leader, "null") != 0 &&
+		    client_json_get(leader, "id", v->leader,
+		    sizeof(v->leader)) == 0 && client_json_get(leader, "epoch",
+		    lepoch, sizeof(lepoch)) == 0)
+			snprintf(v->leader + strlen(v->leader),
+			    sizeof(v->leader) - strlen(v->leader),
+			    " (epoch %s)", lepoch);
 		if (strcmp(v->role, "leader") == 0)
 			v->deadline = sent + strtoull(lease, NULL, 10);
 		v->ok = true;
@@ -643,16 +656,29 @@ cmd_run(int argc, char *argv[])
 	uint64_t lease_end = 0, kill_at;
 	struct guard guard = { -1, -1, -1 };
 	pid_t child = -1;		/* the command, under guard.pid */
-	bool reachable = true, leading;
+	bool reachable = true, leading, quiet = false, said_wait = false;
 	int status;
 
-	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+	/* Options before the command only: the command's own are its own. */
+	while (argc > 1 && argv[1][0] == '-') {
+		if (strcmp(argv[1], "--") == 0) {
+			argc--;
+			argv++;
+			break;
+		}
+		if (strcmp(argv[1], "-q") != 0 && strcmp(argv[1], "--quiet") != 0) {
+			fprintf(stderr, "zkelectctl: run: unknown option '%s' (use: "
+			    "zkelectctl run [-q] -- CMD [ARGS...])\n", argv[1]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		quiet = true;
 		argc--;
 		argv++;
 	}
 	if (argc < 2) {
 		fprintf(stderr, "zkelectctl: run: no command (use: zkelectctl run "
-		    "-- CMD [ARGS...])\n");
+		    "[-q] -- CMD [ARGS...])\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -731,6 +757,13 @@ cmd_run(int argc, char *argv[])
 		}
 
 		leading = strcmp(v.role, "leader") == 0;
+		if (!leading && child <= 0 && !said_wait && !quiet)
+			fprintf(stderr, "zkelectctl: run: waiting to lead before "
+			    "starting %s: this instance is %s, leader %s\n", cmd,
+			    v.role, v.leader[0] != '\0' ? v.leader :
+			    "none known yet");
+		said_wait = !leading && child <= 0 ? true : leading ? false :
+		    said_wait;
 		if (child > 0) {
 			why[0] = '\0';
 			if (!leading)

@@ -248,3 +248,42 @@ def test_status_shows_why_zookeeper_cannot_be_reached(agents):
     assert r.stdout.startswith("a: unknown, waiting to connect to ZooKeeper (last error: "), \
         r.stdout
     assert "refused" in r.stdout, r.stdout
+
+
+# --- friction 3: run on a follower says that it waits, and for whom -----------
+
+def run_bg(sock, *args):
+    import threading
+    p = subprocess.Popen([ZKELECTCTL, "--socket", sock, "run"] + list(args),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    t = threading.Thread(target=lambda: lines.extend(p.stderr), daemon=True)
+    t.start()
+    return p, lines
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_run_on_a_follower_says_it_waits(agents, tmp_path, quiet):
+    a = agents.new("a")
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    b = agents.new("b")
+    b.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None,
+               10 * SLOW, what="follows and names a")
+    marker = tmp_path / "ran"
+    args = (["--quiet"] if quiet else []) + ["--", "/bin/sh", "-c", "touch %s; exec sleep 60" % marker]
+    p, lines = run_bg(b.socket, *args)
+    try:
+        if not quiet:
+            poll(lambda: any("waiting to lead" in x for x in lines), 10 * SLOW,
+                 what="run says it waits")
+            line = [x for x in lines if "waiting to lead" in x][0]
+            assert "leader a (epoch " in line and "/bin/sh" in line, line
+        r = ctl(a.socket, "resign", "--hold", "60s")
+        assert r.returncode == 0, r
+        poll(marker.exists, 20 * SLOW, what="the command runs once b leads")
+        poll(lambda: any("started" in x for x in lines), 5 * SLOW, what="run says it started")
+        waits = [x for x in lines if "waiting to lead" in x]
+        assert len(waits) == (0 if quiet else 1), lines
+    finally:
+        p.terminate()
+        p.wait(15)
