@@ -359,7 +359,14 @@ static void
 check_socket(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	if (strlen(s) >= SUN_PATH_LEN)
+	char buf[SHOW_MAX];
+
+	/* Relative to what? The agent may be started anywhere. */
+	if (s[0] != '/')
+		conf_error(ld, mark, "%s: must be an absolute path (not '%s'): "
+		    "the agent may run in any directory (under systemd, /)",
+		    what, show(buf, sizeof(buf), s));
+	else if (strlen(s) >= SUN_PATH_LEN)
 		conf_error(ld, mark, "%s: longer than %zu bytes (does not fit "
 		    "in sun_path)", what, SUN_PATH_LEN - 1);
 }
