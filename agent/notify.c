@@ -464,6 +464,7 @@ static void
 notify_proc_report(struct notify_proc *p)
 {
 	const struct config *conf = p->n->agent->conf;
+	char why[512];
 	pid_t pid;
 	int err, rc;
 
@@ -477,8 +478,14 @@ notify_proc_report(struct notify_proc *p)
 		return;
 	p->cmd = pid;
 	if (err != 0) {
-		log_warnx("notify: %s: cannot run %s: %s", notify_label(p->it.step),
-		    p->it.argv[0], strerror(err));
+		/* ENOENT for a file that is there: its #! interpreter is not. */
+		if ((err == ENOENT || err == EACCES) && config_check_interpreter(
+		    p->it.argv[0], why, sizeof(why)) == -1)
+			log_warnx("notify: %s: cannot run %s: %s",
+			    notify_label(p->it.step), p->it.argv[0], why);
+		else
+			log_warnx("notify: %s: cannot run %s: %s",
+			    notify_label(p->it.step), p->it.argv[0], strerror(err));
 		return;
 	}
 	if (p->it.step == STEP_START_CHILD)

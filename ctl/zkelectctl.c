@@ -567,6 +567,7 @@ static pid_t
 run_spawn(struct guard *g, char *argv[], const char *epoch)
 {
 	struct pollfd pfd;
+	char why[512];
 	pid_t pid = -1;
 	int err;
 
@@ -580,8 +581,15 @@ run_spawn(struct guard *g, char *argv[], const char *epoch)
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, 5000) == 1 && guard_report(g, &pid, &err) == 1 &&
 	    err != 0) {
-		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
-		    strerror(err));
+		/* ENOENT for a file that is there: its #! interpreter is not. */
+		if ((err == ENOENT || err == EACCES) && strchr(argv[0], '/') !=
+		    NULL && config_check_interpreter(argv[0], why,
+		    sizeof(why)) == -1)
+			fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n",
+			    argv[0], why);
+		else
+			fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n",
+			    argv[0], strerror(err));
 		return -1;
 	}
 	return pid;

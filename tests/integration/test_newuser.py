@@ -287,3 +287,52 @@ def test_run_on_a_follower_says_it_waits(agents, tmp_path, quiet):
     finally:
         p.terminate()
         p.wait(15)
+
+
+# --- friction 4: a hook whose #! interpreter is missing ------------------------
+
+def write_script(path, interp, body="exit 0\n"):
+    path.write_text("#!%s\n%s" % (interp, body))
+    path.chmod(0o755)
+    return path
+
+
+def test_check_config_names_a_missing_interpreter(tmp_path):
+    hook = write_script(tmp_path / "hook.sh", "/nonexistent/zkelect-interp -e")
+    env_hook = write_script(tmp_path / "env-hook", "/usr/bin/env zkelect-no-such-interp")
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text("zookeeper:\n  servers: \"127.0.0.1:1\"\nelection:\n  path: /e\n"
+                   "api:\n  socket: %s\nnotify:\n  on_leader: [\"%s\"]\n"
+                   "  on_follower: [\"%s\"]\n" % (tmp_path / "a.sock", hook, env_hook))
+    r = run([ZKELECTD, "-c", str(cfg), "--check-config"])
+    assert r.returncode == 1, r
+    assert ("%s:8:15: notify.on_leader[0]: cannot run '%s': its interpreter "
+            "'/nonexistent/zkelect-interp' (its #! line): No such file or directory"
+            % (cfg, hook)) in r.stderr, r.stderr
+    assert ("notify.on_follower[0]: cannot run '%s': its interpreter "
+            "'/usr/bin/env zkelect-no-such-interp' (its #! line): "
+            "zkelect-no-such-interp not found in PATH" % env_hook) in r.stderr, r.stderr
+
+
+def test_a_hook_whose_interpreter_went_away_is_named_at_run_time(agents, tmp_path):
+    interp = tmp_path / "interp"
+    os.symlink("/bin/sh", str(interp))
+    hook = write_script(tmp_path / "demote.sh", str(interp))
+    a = agents.new("a", extra_yaml="notify:\n  on_follower: [\"%s\"]\n" % hook)
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    interp.unlink()
+    r = ctl(a.socket, "resign", "--hold", "60s")
+    assert r.returncode == 0, r
+    poll(lambda: "cannot run %s: its interpreter '%s' (its #! line): No such file or "
+         "directory" % (hook, interp) in a.log_text(), 10 * SLOW,
+         what="the missing interpreter named in the log")
+
+
+def test_run_names_a_missing_interpreter(agents, tmp_path):
+    cmd = write_script(tmp_path / "cmd.sh", "/nonexistent/zkelect-interp")
+    a = agents.new("a")
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    r = ctl(a.socket, "run", "--", str(cmd))
+    assert r.returncode == 127, r
+    assert "cannot run %s: its interpreter '/nonexistent/zkelect-interp' (its #! line): " \
+        "No such file or directory" % cmd in r.stderr, r.stderr
