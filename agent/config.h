@@ -74,6 +74,10 @@ int config_parse_duration(const char *text, uint64_t *ms);
 /* Parses "SIGUSR1", "USR1" or a number into a signal; -1 when unknown. */
 int config_parse_signal(const char *text);
 
+/* The configuration zkelectd and zkelectctl read when given none (and no
+ * $ZKELECT_CONFIG): where the package installs it. */
+#define CONFIG_DEFAULT_FILE	"/etc/zkelect/zkelect.yaml"
+
 /*
  * A script's #! interpreter, checked as the kernel will need it: -1 with
  * why ("its interpreter '/usr/bin/nope' (its #! line): No such file or

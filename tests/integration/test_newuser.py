@@ -336,3 +336,23 @@ def test_run_names_a_missing_interpreter(agents, tmp_path):
     assert r.returncode == 127, r
     assert "cannot run %s: its interpreter '/nonexistent/zkelect-interp' (its #! line): " \
         "No such file or directory" % cmd in r.stderr, r.stderr
+
+
+# --- friction 8: one default configuration for zkelectd and zkelectctl ---------
+
+def test_zkelectd_and_zkelectctl_share_the_default_config(tmp_path):
+    cfg = tmp_path / "a.yaml"
+    cfg.write_text("zookeeper:\n  servers: \"127.0.0.1:1\"\nelection:\n  path: /e\n"
+                   "api:\n  socket: %s\n" % (tmp_path / "a.sock"))
+    env = dict(os.environ, ZKELECT_CONFIG=str(cfg))
+    r = run([ZKELECTD, "--check-config"], env=env)
+    assert r.returncode == 0 and r.stdout == "configuration OK\n", r
+    env.pop("ZKELECT_CONFIG")
+    for argv in ([ZKELECTD, "--check-config"], [ZKELECTCTL, "members", "--timeout", "1s"]):
+        r = run(argv, env=env)
+        if os.path.exists("/etc/zkelect/zkelect.yaml"):
+            continue        # a machine with zkelect installed: nothing to compare
+        assert r.returncode == 1, r
+        assert "/etc/zkelect/zkelect.yaml" in r.stderr, r
+    r = run([ZKELECTD, "--help"])
+    assert "ZKELECT_CONFIG" in r.stdout and "/etc/zkelect/zkelect.yaml" in r.stdout, r.stdout
