@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "guard.h"
 #include "log.h"
 #include "notify.h"
 #include "sdnotify.h"
@@ -407,6 +408,7 @@ main(int argc, char *argv[])
 	uint64_t wd_usec;
 	int ch;
 
+	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
 	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':

@@ -834,6 +834,7 @@ main(int argc, char *argv[])
 	const char *cmd, *env;
 	int ch;
 
+	guard_set_title_area(argc, argv);	/* run's guard names itself */
 	env = getenv("ZKELECT_SOCKET");
 	if (env != NULL && env[0] != '\0')
 		socket_path = env;

@@ -356,3 +356,43 @@ def test_zkelectd_and_zkelectctl_share_the_default_config(tmp_path):
         assert "/etc/zkelect/zkelect.yaml" in r.stderr, r
     r = run([ZKELECTD, "--help"])
     assert "ZKELECT_CONFIG" in r.stdout and "/etc/zkelect/zkelect.yaml" in r.stdout, r.stdout
+
+
+# --- friction 7: the guard is named in ps by its argv, not only its comm --------
+
+PPID_SCRIPT = """#!/bin/sh
+echo "$PPID $*" > "$1.tmp" && mv "$1.tmp" "$1"
+exec sleep 30
+"""
+
+
+def cmdline(pid):
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        return f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
+
+
+def test_guards_are_named_in_ps(agents, tmp_path):
+    script = write_script(tmp_path / "ppid.sh", "/bin/sh", PPID_SCRIPT.split("\n", 1)[1])
+    hook_mark = tmp_path / "hook-ppid"
+    a = agents.new("a", extra_yaml="notify:\n  on_leader: [\"%s\", \"%s\", \"x y\"]\n"
+                   % (script, hook_mark))
+    poll(hook_mark.exists, 20 * SLOW, what="the hook ran")
+    guard, args = hook_mark.read_text().split(" ", 1)
+    assert args.strip() == "%s x y" % hook_mark, args
+    assert cmdline(int(guard)) == "zkelect-guard %s" % script, cmdline(int(guard))
+    assert cmdline(a.pid).startswith("%s -c " % ZKELECTD), cmdline(a.pid)
+    # zkelectctl run's guard too; the command's own arguments are intact.
+    run_mark = tmp_path / "run-ppid"
+    p = subprocess.Popen([ZKELECTCTL, "--socket", a.socket, "run", "--", str(script),
+                          str(run_mark), "a b"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        poll(run_mark.exists, 20 * SLOW, what="run's command ran")
+        guard, args = run_mark.read_text().split(" ", 1)
+        assert args.strip() == "%s a b" % run_mark, args
+        assert cmdline(int(guard)) == "zkelect-guard %s" % script, \
+            cmdline(int(guard))
+        assert cmdline(p.pid).startswith(ZKELECTCTL), cmdline(p.pid)
+    finally:
+        p.terminate()
+        p.wait(15)
