@@ -396,3 +396,36 @@ def test_guards_are_named_in_ps(agents, tmp_path):
     finally:
         p.terminate()
         p.wait(15)
+
+
+# --- friction 1: the README's "by hand" section works as written ----------------
+
+def test_readme_by_hand_section_runs(zk_hostport, tmp_path):
+    import re
+    text = open(os.path.join(TOP, "README.md")).read()
+    block = re.search(r"### By hand\n.*?```sh\n(.*?)```", text, re.S).group(1)
+    lines = [line.split("   #")[0].strip() for line in block.strip().split("\n")]
+    assert [line.split()[0] for line in lines] == [
+        "meson", "scripts/zk-server.sh", "printf", "build/agent/zkelectd",
+        "build/ctl/zkelectctl"], lines
+    # Against the suite's ZooKeeper and this build, in a directory of our own.
+
+    def local(line):
+        return (line.replace("127.0.0.1:2181", zk_hostport)
+                .replace("/tmp/", str(tmp_path) + "/")
+                .replace("/zkelect/try", "/zkelect/try-%d" % os.getpid())
+                .replace("build/agent/zkelectd", ZKELECTD)
+                .replace("build/ctl/zkelectctl", ZKELECTCTL))
+    r = run(["bash", "-c", local(lines[2])])
+    assert r.returncode == 0, r
+    agent = subprocess.Popen(local(lines[3]).split(), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        def leads():
+            r = run(local(lines[4]).split())
+            return r.stdout if r.returncode == 0 and r.stdout.startswith(
+                "a: leader (epoch ") else None
+        poll(leads, 20 * SLOW, what="the agent started by hand leads")
+    finally:
+        agent.terminate()
+        agent.wait(15)
