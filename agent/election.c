@@ -1035,6 +1035,7 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 			e->lease_deadline = until;
 		election_note_acked(e, e->claim_sent);
 		e->term_epoch = (uint64_t)ev->zxid;
+		e->taken_epoch = e->term_epoch;
 		election_try_lead(e, "claimed", out);
 		return;
 	}
@@ -1124,6 +1125,7 @@ election_decide(struct election *e, struct election_actions *out)
 		return;
 	if (election_named(e)) {
 		e->term_epoch = e->claim_epoch;
+		e->taken_epoch = e->term_epoch;
 		election_try_lead(e, "named by the last leader", out);
 		if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
 			e->next_renew = e->now;	/* earn a lease now */
@@ -1780,7 +1782,7 @@ election_hold_remaining(const struct election *e, uint64_t now)
  * An id names one agent (DESIGN §1 stores it as node data); two agents
  * configured with the same one are a mistake we can see in two places: a
  * claim with our id that is no term of ours (not one we led under, nor one
- * we are taking up), and, for the leader, a successor whose node carries
+ * we were named or claimed under), and, for the leader, a successor whose node carries
  * our id. The first is also what this agent's previous run leaves until
  * ZooKeeper expires its session. Either way the claim names the leader.
  */
@@ -1789,7 +1791,7 @@ election_claim_foreign(const struct election *e)
 {
 	return e->claim_known && e->role != ELECTION_LEADER &&
 	    strcmp(e->claim_id, e->id) == 0 && e->claim_epoch > e->spent_epoch &&
-	    e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING &&
+	    e->claim_epoch != e->taken_epoch && e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING &&
 	    e->phase != PHASE_LEADING;
 }
 

@@ -250,6 +250,7 @@ struct election {
 	uint64_t	 claim_sent;
 	uint64_t	 claim_read_sent; /* the last read of the election node */
 	uint64_t	 spent_epoch;	/* the highest epoch we have led under */
+	uint64_t	 taken_epoch;	/* the last we were named or claimed under */
 	int		 claim_reads;	/* reads of the election node in flight */
 	bool		 claim_owed;	/* the election node's watch is not set */
 	uint64_t	 claim_seen;	/* highest mzxid of it we have read */

@@ -1626,6 +1626,11 @@ START_TEST(test_view_own_claim_not_reported)
 	election_report(&e, &r);
 	ck_assert(!r.has_leader);
 	ck_assert(!r.duplicate_id);
+	e.spent_epoch = 0;
+	e.taken_epoch = (uint64_t)E1;	/* named under E1, lost before leading */
+	election_report(&e, &r);
+	ck_assert(!r.has_leader);
+	ck_assert(!r.duplicate_id);
 }
 END_TEST
 
