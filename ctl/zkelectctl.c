@@ -161,6 +161,8 @@ print_human(const char *json)
 		printf(", not leading: session %s", state);
 	else if (strcmp(role, "observer") == 0)
 		printf(", observing (not a candidate)");
+	else if (strcmp(role, "unknown") == 0)
+		printf(", not leading (%s)", reason[0] != '\0' ? reason : "?");
 	else if (strcmp(role, "follower") == 0 && strcmp(pos, "-1") != 0 &&
 	    strcmp(pos, "0") != 0)
 		printf(", queued at position %s%s", pos,
