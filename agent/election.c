@@ -237,6 +237,9 @@ election_set_role(struct election *e, enum election_role role,
 	a->wait = wait;
 	e->role_reason = reason;
 	if (e->role == ELECTION_LEADER) {
+		/* Our watch on the queue kept the count current until now. */
+		if (e->session == SESSION_CONNECTED && e->candidates_counted)
+			e->candidates_at = e->now;
 		if (e->epoch > e->spent_epoch)
 			e->spent_epoch = e->epoch;
 		e->epoch = 0;

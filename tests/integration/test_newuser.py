@@ -429,3 +429,21 @@ def test_readme_by_hand_section_runs(zk_hostport, tmp_path):
     finally:
         agent.terminate()
         agent.wait(15)
+
+
+def test_a_resigned_leaders_count_is_dated_from_its_resign(agents):
+    import time
+    a = agents.new("a")
+    a.wait_for(lambda s: s["role"] == "leader", 20 * SLOW, what="leads")
+    agents.new("b").wait_for(lambda s: s["role"] == "follower", 10 * SLOW, what="follows")
+    # The leader's count was last listed when b joined; it stays current
+    # (age 0) while the watch holds. Some time passes without a change.
+    a.wait_for(lambda s: s["candidates"] == 2, 10 * SLOW, what="counts 2")
+    listed = time.monotonic()
+    poll(lambda: time.monotonic() > listed + 1.0, 5, what="a second without changes")
+    t0 = time.monotonic()
+    r = ctl(a.socket, "resign", "--hold", "60s")
+    assert r.returncode == 0, r
+    s = a.wait_for(lambda s: s["position"] == -1, 10 * SLOW, what="holds")
+    # Dated from the resign, not from the listing a second before it.
+    assert s["candidates_age_ms"] <= (time.monotonic() - t0) * 1000 + 50, s
