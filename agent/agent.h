@@ -61,6 +61,8 @@ void zk_close(struct zk *zk);
 void zk_feed(struct zk *zk, struct election_event *ev);
 /* Tells the election (from the loop) that the app has been told of a loss. */
 void zk_notified(struct zk *zk);
+/* The ZooKeeper client's last complaint ("" if none since the handle opened). */
+void zk_last_error(char *buf, size_t len);
 
 /* api.c: the local HTTP API on the Unix socket and the TCP listener. */
 struct api *api_open(struct agent *agent);

@@ -210,6 +210,7 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 {
 	struct election_report r;
 	enum election_role role = election_role_at(e, now);
+	char why[256];
 
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"id\":");
@@ -245,9 +246,29 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"index\":%" PRIu64
 	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d,"
-	    "\"server\":\"%s\"}}\n", e->index,
+	    "\"server\":\"%s\",\"last_error\":", e->index,
 	    election_session_name(r.session), r.timeout_ms,
 	    election_server_name(r.server));
+	/* Why we are not connected, as the client last said. */
+	zk_last_error(why, sizeof(why));
+	if (r.session != SESSION_CONNECTED && why[0] != '\0')
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "},\"duplicate_id\":%s,\"candidates_age_ms\":",
+	    r.duplicate_id ? "true" : "false");
+	if (election_candidates_age(e, now) < 0)
+		evbuffer_add_printf(out, "null");
+	else
+		evbuffer_add_printf(out, "%" PRId64, election_candidates_age(e, now));
+	/* Why the role is what it is: the reason of its last change. */
+	evbuffer_add_printf(out, ",\"role_reason\":");
+	if (role != r.role)
+		api_json_string(out, "lease lapsed");	/* the tick is due */
+	else
+		api_json_string(out, e->role_reason != NULL ? e->role_reason :
+		    "starting");
+	evbuffer_add_printf(out, "}\n");
 }
 
 /* ------------------------------------------------------------------ */

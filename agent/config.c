@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -361,7 +362,14 @@ static void
 check_socket(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	if (strlen(s) >= SUN_PATH_LEN)
+	char buf[SHOW_MAX];
+
+	/* Relative to what? The agent may be started anywhere. */
+	if (s[0] != '/')
+		conf_error(ld, mark, "%s: must be an absolute path (not '%s'): "
+		    "the agent may run in any directory (under systemd, /)",
+		    what, show(buf, sizeof(buf), s));
+	else if (strlen(s) >= SUN_PATH_LEN)
 		conf_error(ld, mark, "%s: longer than %zu bytes (does not fit "
 		    "in sun_path)", what, SUN_PATH_LEN - 1);
 }
@@ -375,6 +383,82 @@ check_pidfile(struct loader *ld, const char *what, const yaml_mark_t *mark,
 		conf_error(ld, mark, "%s: must be an absolute path", what);
 }
 
+/* Is name an executable file in one of PATH's directories? */
+static bool
+config_in_path(const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char file[PATH_MAX];
+	struct stat st;
+
+	if (path == NULL || path[0] == '\0')
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		if (snprintf(file, sizeof(file), "%.*s/%s", (int)(end - p), p,
+		    name) < (int)sizeof(file) && stat(file, &st) == 0 &&
+		    S_ISREG(st.st_mode) && access(file, X_OK) == 0)
+			return true;
+		if (*end == '\0')
+			return false;
+	}
+}
+
+int
+config_check_interpreter(const char *path, char *why, size_t len)
+{
+	char line[256], *interp, *arg = NULL, *p;
+	const char *base;
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	if (n < 2 || line[0] != '#' || line[1] != '!')
+		return 0;
+	line[strcspn(line, "\n")] = '\0';
+	interp = line + 2 + strspn(line + 2, " \t");
+	p = interp + strcspn(interp, " \t");
+	if (*p != '\0') {
+		*p++ = '\0';
+		p += strspn(p, " \t");
+		if (*p != '\0') {
+			arg = p;
+			arg[strcspn(arg, " \t")] = '\0';
+		}
+	}
+	if (interp[0] == '\0') {
+		snprintf(why, len, "its #! line names no interpreter");
+		return -1;
+	}
+	if (stat(interp, &st) == -1) {
+		snprintf(why, len, "its interpreter '%s' (its #! line): %s",
+		    interp, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || access(interp, X_OK) == -1) {
+		snprintf(why, len, "its interpreter '%s' (its #! line) is not an "
+		    "executable file", interp);
+		return -1;
+	}
+	/* "#!/usr/bin/env NAME": env looks NAME up in PATH when it runs. */
+	base = strrchr(interp, '/') != NULL ? strrchr(interp, '/') + 1 : interp;
+	if (strcmp(base, "env") == 0 && arg != NULL && arg[0] != '-' &&
+	    strchr(arg, '=') == NULL && strchr(arg, '/') == NULL &&
+	    !config_in_path(arg)) {
+		snprintf(why, len, "its interpreter '%s %s' (its #! line): %s "
+		    "not found in PATH", interp, arg, arg);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * A hook or the child: an absolute path (no PATH search, no working
  * directory to depend on) to an executable regular file, checked now so
@@ -384,7 +468,7 @@ static void
 check_exec(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *path)
 {
-	char buf[512];
+	char buf[512], why[512];
 	struct stat st;
 
 	if (path[0] != '/') {
@@ -401,6 +485,9 @@ check_exec(struct loader *ld, const char *what, const yaml_mark_t *mark,
 	else if (access(path, X_OK) == -1)
 		conf_error(ld, mark, "%s: cannot run '%s': not executable", what,
 		    show(buf, sizeof(buf), path));
+	else if (config_check_interpreter(path, why, sizeof(why)) == -1)
+		conf_error(ld, mark, "%s: cannot run '%s': %s", what,
+		    show(buf, sizeof(buf), path), why);
 }
 
 /* "HOST:PORT" where HOST is 127.x.x.x, localhost or [::1]. */

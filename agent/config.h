@@ -75,4 +75,16 @@ int config_parse_duration(const char *text, uint64_t *ms);
 /* Parses "SIGUSR1", "USR1" or a number into a signal; -1 when unknown. */
 int config_parse_signal(const char *text);
 
+/* The configuration zkelectd and zkelectctl read when given none (and no
+ * $ZKELECT_CONFIG): where the package installs it. */
+#define CONFIG_DEFAULT_FILE	"/etc/zkelect/zkelect.yaml"
+
+/*
+ * A script's #! interpreter, checked as the kernel will need it: -1 with
+ * why ("its interpreter '/usr/bin/nope' (its #! line): No such file or
+ * directory") when it is missing or cannot run, else 0 (also for files
+ * without a #! line, or that cannot be read).
+ */
+int config_check_interpreter(const char *path, char *why, size_t len);
+
 #endif

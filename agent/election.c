@@ -270,11 +270,15 @@ election_set_role(struct election *e, enum election_role role,
 	a->reason = reason;
 	a->wait = wait;
 	a->node_stands = wait;	/* a release: the node goes after EV_NOTIFIED */
+	e->role_reason = reason;
 	if (e->role == ELECTION_LEADER) {
 		/* Rule 10: whatever comes next, our node goes only once the
 		 * app has heard of this loss (EV_NOTIFIED). */
 		a->wait = true;
 		e->app_owed = true;
+		/* Our watch on the queue kept the count current until now. */
+		if (e->session == SESSION_CONNECTED && e->candidates_counted)
+			e->candidates_at = e->now;
 		if (e->epoch > e->spent_epoch)
 			e->spent_epoch = e->epoch;
 		e->epoch = 0;
@@ -316,6 +320,7 @@ election_forget_view(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
 	e->candidates = 0;
+	e->candidates_counted = false;
 	e->position = -1;
 	e->succ[0] = '\0';
 	e->succ_datalen = -1;
@@ -748,10 +753,11 @@ election_drop_ahead(struct election *e, const char *name)
 			memmove(&e->ahead[i], &e->ahead[i + 1],
 			    (size_t)(e->nahead - i - 1) * sizeof(*e->ahead));
 			e->nahead--;
+			/* Our place is a fact (nodes only join behind us);
+			 * the count is not (they may have): it stays as
+			 * listed, with its age (election_candidates_age). */
 			if (e->position > 0)
 				e->position--;
-			if (e->candidates > 0)
-				e->candidates--;
 			return;
 		}
 }
@@ -921,6 +927,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 		ahead = n;	/* not queued: everyone is ahead */
 	free(byseq);
 	e->candidates = n;
+	e->candidates_at = e->now;
+	e->candidates_counted = true;
 	/* Who is ahead of us: where to look for the next leader without
 	 * listing again when this one leaves. */
 	election_set_ahead(e, sorted, ahead);
@@ -1111,6 +1119,7 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 			e->lease_deadline = until;
 		election_note_acked(e, e->claim_sent);
 		e->term_epoch = (uint64_t)ev->zxid;
+		e->taken_epoch = e->term_epoch;
 		election_try_lead(e, "claimed", out);
 		return;
 	}
@@ -1200,6 +1209,7 @@ election_decide(struct election *e, struct election_actions *out)
 		return;
 	if (election_named(e)) {
 		e->term_epoch = e->claim_epoch;
+		e->taken_epoch = e->term_epoch;
 		election_try_lead(e, "named by the last leader", out);
 		if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
 			e->next_renew = e->now;	/* earn a lease now */
@@ -1961,12 +1971,57 @@ election_lease_remaining(const struct election *e, uint64_t now)
 	return e->lease_deadline - now;
 }
 
+/*
+ * How old the candidate count is at now, in ms: 0 for a connected leader,
+ * whose watch on the queue keeps it current; -1 before the first count.
+ * Followers count when they list (joining, or when a node ahead of them
+ * is found missing), not as nodes join behind them: a watch on the queue
+ * would wake them all at every change (DESIGN §5, scale).
+ */
+int64_t
+election_candidates_age(const struct election *e, uint64_t now)
+{
+	if (!e->candidates_counted)
+		return -1;
+	if (e->phase == PHASE_LEADING && e->session == SESSION_CONNECTED)
+		return 0;
+	return now > e->candidates_at ? (int64_t)(now - e->candidates_at) : 0;
+}
+
 uint64_t
 election_hold_remaining(const struct election *e, uint64_t now)
 {
 	if (e->phase != PHASE_HOLDING || now >= e->hold_until)
 		return 0;
 	return e->hold_until - now;
+}
+
+/*
+ * An id names one agent (DESIGN §1 stores it as node data); two agents
+ * configured with the same one are a mistake we can see in two places: a
+ * claim with our id that is no term of ours (not one we led under, nor one
+ * we were named or claimed under), and, for the leader, a successor whose node carries
+ * our id. The first is also what this agent's previous run leaves until
+ * ZooKeeper expires its session. Either way the claim names the leader.
+ */
+static bool
+election_claim_foreign(const struct election *e)
+{
+	return e->claim_known && e->role != ELECTION_LEADER &&
+	    strcmp(e->claim_id, e->id) == 0 && e->claim_epoch > e->spent_epoch &&
+	    e->claim_epoch != e->taken_epoch && e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING &&
+	    e->phase != PHASE_LEADING;
+}
+
+static bool
+election_successor_twin(const struct election *e)
+{
+	size_t idlen = strlen(e->id);
+
+	return e->role == ELECTION_LEADER && e->succ[0] != '\0' &&
+	    e->succ_datalen >= (int)idlen && memcmp(e->succ_data, e->id,
+	    idlen) == 0 && (e->succ_datalen == (int)idlen ||
+	    e->succ_data[idlen] == '\n');
 }
 
 void
@@ -1992,6 +2047,7 @@ election_report(const struct election *e, struct election_report *r)
 	else if (e->server == SERVER_OBSERVER &&
 	    e->session == SESSION_CONNECTED)
 		r->bar = BAR_OBSERVER;
+	r->duplicate_id = election_claim_foreign(e) || election_successor_twin(e);
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->id);
@@ -2003,7 +2059,7 @@ election_report(const struct election *e, struct election_report *r)
 			    nl + 1);
 		}
 	} else if (e->session == SESSION_CONNECTED && e->claim_known &&
-	    !e->claim_mine) {
+	    (!e->claim_mine || election_claim_foreign(e))) {
 		/* The leader named by the last claim we saw (doc/design.md "Followers and observers"). */
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->claim_id);

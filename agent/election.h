@@ -194,6 +194,7 @@ struct election_report {
 	bool		 holding;	/* resigned, waiting out the hold */
 	enum election_bar bar;		/* why we do not lead, if we could */
 	enum election_server server;	/* what the connected server is */
+	bool		 duplicate_id;	/* another contender has our id */
 };
 
 struct election {
@@ -233,7 +234,9 @@ struct election {
 	int64_t		 node_czxid;
 	char		 predecessor[ELECTION_NAME_MAX];
 	bool		 self_watched;	/* our node's watch is set (this session) */
-	int		 candidates;
+	int		 candidates;	/* as of our last listing */
+	uint64_t	 candidates_at;	/* when that was */
+	bool		 candidates_counted;
 	int		 position;
 	char		**ahead;	/* contenders ahead of us, as last listed */
 	int		 nahead;
@@ -279,6 +282,7 @@ struct election {
 	uint64_t	 claim_read_sent[ELECTION_READS_MAX]; /* reads of the
 					   election node in flight, oldest first */
 	uint64_t	 spent_epoch;	/* the highest epoch we have led under */
+	uint64_t	 taken_epoch;	/* the last we were named or claimed under */
 	int		 claim_reads;	/* reads of the election node in flight */
 	bool		 claim_owed;	/* the election node's watch is not set */
 	uint64_t	 claim_seen;	/* highest mzxid of it we have read */
@@ -296,6 +300,7 @@ struct election {
 	bool		 off_queue;	/* out of the queue: no lease here */
 
 	/* reporting */
+	const char	*role_reason;	/* of the last role change; NULL: none */
 	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;
@@ -316,6 +321,9 @@ enum election_role election_role_at(const struct election *e, uint64_t now);
 
 /* Lease time left at now, in ms (0 when not leading or lapsed). */
 uint64_t election_lease_remaining(const struct election *e, uint64_t now);
+
+/* Age of the candidate count at now, in ms (0: kept current; -1: none). */
+int64_t election_candidates_age(const struct election *e, uint64_t now);
 
 /* Hold time left at now, in ms (0 unless resigned and holding). */
 uint64_t election_hold_remaining(const struct election *e, uint64_t now);

@@ -233,6 +233,48 @@ guard_exit_as(int status)
 	_exit(128 + sig);
 }
 
+/*
+ * The process's argv and environment strings, one contiguous area that
+ * /proc/PID/cmdline (so ps) shows; set once at start-up, before any
+ * thread, and written only in a guard, a copy of the process.
+ */
+static char	*guard_title_area;
+static size_t	 guard_title_size;
+
+void
+guard_set_title_area(int argc, char *argv[])
+{
+	char *end;
+	int i, j;
+
+	if (argc < 1 || argv[0] == NULL)
+		return;
+	end = argv[0];
+	for (i = 0; i < argc && argv[i] == end; i++)
+		end = argv[i] + strlen(argv[i]) + 1;
+	/* The guard execs nothing after its command's fork, and reads no
+	 * variable: the environment's strings may carry the title too. */
+	for (j = 0; i == argc && environ[j] != NULL && environ[j] == end; j++)
+		end = environ[j] + strlen(environ[j]) + 1;
+	guard_title_area = argv[0];
+	guard_title_size = (size_t)(end - argv[0]);
+}
+
+/* "zkelect-guard CMD" over the title area (async-signal-safe; the command
+ * is forked already: its argv may lie in that area). */
+static void
+guard_retitle(const char *title)
+{
+	size_t i;
+
+	if (guard_title_area == NULL || guard_title_size < 2)
+		return;
+	for (i = 0; i < guard_title_size - 1 && title[i] != '\0'; i++)
+		guard_title_area[i] = title[i];
+	for (; i < guard_title_size; i++)
+		guard_title_area[i] = '\0';
+}
+
 /* The command, between the fork and its exec (never returns). */
 static void __attribute__((noreturn))
 guard_exec(pid_t guard, int ctl, int out, int devnull, int status_fd,
@@ -282,7 +324,8 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 	pid_t me = getpid(), cmd;
 	int keep[3], ep[2], err = 0, sfd, st, status = 0, i;
 	bool reaped = false;
-	char cmds[16];
+	char cmds[16], title[512];
+	size_t t, k;
 	ssize_t n;
 
 	/* The starter's handlers (libevent's) must never run here. */
@@ -295,6 +338,12 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 	 * SIGCHLD is read from a signalfd. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	prctl(PR_SET_NAME, "zkelect-guard");
+	/* Copied now: argv[0] may lie in the area the title overwrites. */
+	for (t = 0; "zkelect-guard "[t] != '\0'; t++)
+		title[t] = "zkelect-guard "[t];
+	for (k = 0; argv[0][k] != '\0' && t < sizeof(title) - 1; k++)
+		title[t++] = argv[0][k];
+	title[t] = '\0';
 
 	ctl = guard_lift(ctl);
 	out = guard_lift(out);
@@ -326,6 +375,7 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 			err = 0;
 		close(ep[0]);
 	}
+	guard_retitle(title);	/* ps: not a second zkelectd -c FILE */
 	if (out != -1)
 		close(out);	/* only the command holds it now */
 	if (devnull != -1)

@@ -44,5 +44,11 @@ void guard_kill(const struct guard *g);
 
 /* Closes our descriptors (once the guard has been reaped). */
 void guard_release(struct guard *g);
+/*
+ * Called first thing in main(): notes where the process's argv and
+ * environment strings lie, so that a guard can show itself in ps as
+ * "zkelect-guard COMMAND" rather than as a copy of its starter.
+ */
+void guard_set_title_area(int argc, char *argv[]);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "clock.h"
+#include "guard.h"
 #include "log.h"
 #include "notify.h"
 #include "sdnotify.h"
@@ -34,12 +35,13 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: zkelectd -c FILE [--check-config]\n"
+	    "usage: zkelectd [-c FILE] [--check-config]\n"
 	    "\n"
 	    "Leader-election sidecar: joins a ZooKeeper election and tells the\n"
 	    "local app, over a Unix socket, whether it leads and under which epoch.\n"
 	    "\n"
-	    "  -c, --config FILE   configuration file (YAML)\n"
+	    "  -c, --config FILE   configuration file (YAML; default $ZKELECT_CONFIG\n"
+	    "                      or " CONFIG_DEFAULT_FILE ", as zkelectctl)\n"
 	    "      --check-config  validate the configuration and exit\n"
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
@@ -408,6 +410,7 @@ main(int argc, char *argv[])
 	uint64_t wd_usec;
 	int ch;
 
+	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
 	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
@@ -427,13 +430,22 @@ main(int argc, char *argv[])
 			return 1;
 		}
 	}
-	if (optind != argc || file == NULL) {
-		if (file == NULL)
-			fprintf(stderr, "zkelectd: no configuration file (use -c FILE)\n");
-		else
-			fprintf(stderr, "zkelectd: unexpected argument '%s'\n", argv[optind]);
+	if (optind != argc) {
+		fprintf(stderr, "zkelectd: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return 1;
+	}
+	if (file == NULL) {
+		/* The same default as zkelectctl members. */
+		file = getenv("ZKELECT_CONFIG");
+		if (file == NULL || file[0] == '\0')
+			file = CONFIG_DEFAULT_FILE;
+		if (access(file, F_OK) == -1 && errno == ENOENT) {
+			fprintf(stderr, "zkelectd: no configuration file at %s "
+			    "(the default; give one with -c FILE or "
+			    "$ZKELECT_CONFIG)\n", file);
+			return 1;
+		}
 	}
 
 	memset(&agent, 0, sizeof(agent));

@@ -97,6 +97,7 @@ struct notify {
 
 	/* on_leader_change: the leader last reported to the app */
 	bool		 seen_leader;
+	bool		 seen_duplicate;	/* warned of a duplicate id */
 	char		 seen_id[ELECTION_ID_MAX];
 	uint64_t	 seen_epoch;
 
@@ -463,6 +464,7 @@ static void
 notify_proc_report(struct notify_proc *p)
 {
 	const struct config *conf = p->n->agent->conf;
+	char why[512];
 	pid_t pid;
 	int err, rc;
 
@@ -476,8 +478,14 @@ notify_proc_report(struct notify_proc *p)
 		return;
 	p->cmd = pid;
 	if (err != 0) {
-		log_warnx("notify: %s: cannot run %s: %s", notify_label(p->it.step),
-		    p->it.argv[0], strerror(err));
+		/* ENOENT for a file that is there: its #! interpreter is not. */
+		if ((err == ENOENT || err == EACCES) && config_check_interpreter(
+		    p->it.argv[0], why, sizeof(why)) == -1)
+			log_warnx("notify: %s: cannot run %s: %s",
+			    notify_label(p->it.step), p->it.argv[0], why);
+		else
+			log_warnx("notify: %s: cannot run %s: %s",
+			    notify_label(p->it.step), p->it.argv[0], strerror(err));
 		return;
 	}
 	if (p->it.step == STEP_START_CHILD)
@@ -875,10 +883,20 @@ notify_leader_seen(struct notify *n, const struct election_report *r)
 {
 	const struct config *conf = n->agent->conf;
 
+	if (r->duplicate_id && !n->seen_duplicate)
+		log_warnx("election: another agent in %s uses this agent's "
+		    "election.id '%s' (%s); ids must be unique: both take part, "
+		    "but apps and operators cannot tell them apart (a restarted "
+		    "agent also sees its previous run until ZooKeeper expires "
+		    "that session)", conf->election_path, conf->election_id,
+		    r->role == ELECTION_LEADER ? "it is queued next" :
+		    "it leads");
+	n->seen_duplicate = r->duplicate_id;
 	if (r->role != ELECTION_FOLLOWER && r->role != ELECTION_OBSERVER)
 		return;
-	/* Our own last claim, still visible after we let go: not news. */
-	if (!r->has_leader || strcmp(r->leader_id, conf->election_id) == 0)
+	/* Our own last claim is never reported as the leader (election.c);
+	 * a leader with our id is another agent. */
+	if (!r->has_leader)
 		return;
 	if (n->seen_leader && n->seen_epoch == r->leader_epoch &&
 	    strcmp(n->seen_id, r->leader_id) == 0)

@@ -686,6 +686,16 @@ zk_zoo_log_cb(const char *message)
 		zk_set_client_error(p + 2);
 }
 
+/* The client's last complaint, for the status while we are not connected;
+ * "" when it has made none since the handle was opened. */
+void
+zk_last_error(char *buf, size_t len)
+{
+	pthread_mutex_lock(&zk_client_error_lock);
+	snprintf(buf, len, "%s", zk_client_error);
+	pthread_mutex_unlock(&zk_client_error_lock);
+}
+
 /*
  * While we are not connected, say so, with the client's last complaint, at
  * growing intervals (1 s, 2 s, 4 s, ... 1 min): an unreachable ZooKeeper is

@@ -8,7 +8,7 @@
 #define EXIT_AGENT	2	/* agent (or ZooKeeper) unreachable, or an error */
 #define EXIT_TIMEOUT	3	/* wait: the condition did not come in time */
 
-#define DEFAULT_CONFIG	"/etc/zkelect/zkelect.yaml"
+#define DEFAULT_CONFIG	CONFIG_DEFAULT_FILE	/* config.h: the agent's own */
 
 /* members.c */
 int	members_cmd(int argc, char *argv[]);

@@ -295,6 +295,24 @@ members_json_data(FILE *f, const struct members_data *d)
 		fputs("null", f);
 }
 
+/* Does another contender carry the id of contender i? Ids must be unique. */
+static bool
+members_id_twice(const struct members_view *v, int i)
+{
+	const struct members_data *a = &v->nodes[i].data, *b;
+	int j;
+
+	if (a->idlen <= 0)
+		return false;
+	for (j = 0; j < v->n; j++) {
+		b = &v->nodes[j].data;
+		if (j != i && b->idlen == a->idlen &&
+		    memcmp(a->buf, b->buf, (size_t)a->idlen) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void
 members_print_json(FILE *f, const char *path, const struct members_view *v)
 {
@@ -325,7 +343,9 @@ members_print_json(FILE *f, const char *path, const struct members_view *v)
 		members_json_bytes(f, v->nodes[i].name, (int)strlen(v->nodes[i].name));
 		fputc(',', f);
 		members_json_data(f, &v->nodes[i].data);
-		fprintf(f, ",\"leader\":%s}", i == v->leader ? "true" : "false");
+		fprintf(f, ",\"leader\":%s,\"duplicate_id\":%s}",
+		    i == v->leader ? "true" : "false",
+		    members_id_twice(v, i) ? "true" : "false");
 	}
 	fputs("]}\n", f);
 }
@@ -366,6 +386,46 @@ members_text_value(const struct members_data *d)
 	if (!members_data_has_value(d))
 		return members_text("-", 1);
 	return members_text(d->buf + d->idlen + 1, d->len - d->idlen - 1);
+}
+
+/* One warning line per id that more than one contender carries. */
+static void
+members_print_twins(FILE *f, const struct members_view *v)
+{
+	const struct members_data *a, *b;
+	char *id;
+	int i, j, count;
+
+	for (i = 0; i < v->n; i++) {
+		if (!members_id_twice(v, i))
+			continue;
+		a = &v->nodes[i].data;
+		for (j = 0; j < i; j++) {	/* said at its first contender */
+			b = &v->nodes[j].data;
+			if (b->idlen == a->idlen &&
+			    memcmp(a->buf, b->buf, (size_t)a->idlen) == 0)
+				break;
+		}
+		if (j < i)
+			continue;
+		id = members_text_id(a);
+		for (count = 0, j = i; j < v->n; j++) {
+			b = &v->nodes[j].data;
+			if (b->idlen == a->idlen &&
+			    memcmp(a->buf, b->buf, (size_t)a->idlen) == 0)
+				count++;
+		}
+		fprintf(f, "WARNING: id %s is used by %d contenders (positions",
+		    id, count);
+		for (count = 0, j = i; j < v->n; j++) {
+			b = &v->nodes[j].data;
+			if (b->idlen == a->idlen &&
+			    memcmp(a->buf, b->buf, (size_t)a->idlen) == 0)
+				fprintf(f, "%s %d", count++ > 0 ? "," : "", j);
+		}
+		fprintf(f, "); ids must be unique (election.id)\n");
+		free(id);
+	}
 }
 
 static void
@@ -422,6 +482,7 @@ members_print_text(FILE *f, const char *path, const struct members_view *v)
 		fprintf(f, "%s\n", v->nodes[i].name);
 		free(id);
 	}
+	members_print_twins(f, v);
 }
 
 static void

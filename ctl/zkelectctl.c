@@ -52,9 +52,12 @@ usage(FILE *f)
 	    "                              or its status changes; --timeout 0 checks\n"
 	    "                              once and does not wait\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
-	    "  run -- CMD [ARGS...]        run CMD only while this instance leads:\n"
+	    "  run [-q|--quiet] -- CMD [ARGS...]\n"
+	    "                              run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
-	    "                              then SIGKILL) before the lease can lapse\n"
+	    "                              then SIGKILL) before the lease can lapse;\n"
+	    "                              says once that it waits to lead, and\n"
+	    "                              for whom, unless -q\n"
 	    "\n"
 	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
 	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
@@ -77,6 +80,18 @@ usage(FILE *f)
 	    "command's status.\n");
 }
 
+/* Anything left after a command's options is refused, with usage. */
+static int
+stray_arguments(const char *cmd, int argc, char *argv[])
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "zkelectctl: %s: unexpected argument '%s'\n", cmd,
+	    argv[optind]);
+	usage(stderr);
+	return -1;
+}
+
 static int
 request(const char *method, const char *target, int timeout_ms,
     struct client_response *resp)
@@ -89,11 +104,29 @@ request(const char *method, const char *target, int timeout_ms,
 	return 0;
 }
 
+/* Milliseconds as seconds for a person: "8.2 s", "41 s". */
+static void
+print_seconds(const char *ms)
+{
+	double sec = strtod(ms, NULL) / 1000.0;
+
+	printf(sec < 10 ? "%.1f s" : "%.0f s", sec);
+}
+
+/*
+ * One line: who, the role, what the agent is doing about it, the leader,
+ * the count (with its age when it is not kept current), the session:
+ *   orders-2: follower, holding off after a resign: rejoins the queue in
+ *   8.2 s, leader orders-1, 3 candidates (counted 2.1 s ago), session
+ *   connected
+ */
 static void
 print_human(const char *json)
 {
 	char role[32] = "?", epoch[32] = "null", lease[32] = "0", id[300] = "?",
-	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?";
+	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?",
+	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
+	    why[300] = "", reason[64] = "", bar[160] = "";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -101,15 +134,63 @@ print_human(const char *json)
 	client_json_get(json, "id", id, sizeof(id));
 	client_json_get(json, "leader", leader, sizeof(leader));
 	client_json_get(json, "candidates", cands, sizeof(cands));
+	client_json_get(json, "candidates_age_ms", age, sizeof(age));
+	client_json_get(json, "position", pos, sizeof(pos));
+	client_json_get(json, "hold_remaining_ms", hold, sizeof(hold));
 	client_json_get(json, "state", state, sizeof(state));
+	client_json_get(json, "role_reason", reason, sizeof(reason));
+	if (client_json_get(json, "reason", bar, sizeof(bar)) == 0 &&
+	    strcmp(bar, "null") == 0)
+		bar[0] = '\0';
+	if (client_json_get(json, "last_error", why, sizeof(why)) == 0 &&
+	    strcmp(why, "null") == 0)
+		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
 	printf("%s: %s", id, role);
-	if (strcmp(role, "leader") == 0)
+	if (strcmp(role, "leader") == 0) {
 		printf(" (epoch %s, lease %s ms)", epoch, lease);
-	printf(", leader %s, %s candidate%s, session %s\n",
-	    lid[0] != '\0' ? lid : "none", cands,
-	    strcmp(cands, "1") == 0 ? "" : "s", state);
+		if (strcmp(state, "connected") != 0)
+			printf(", riding out a lost connection to ZooKeeper "
+			    "within the lease");
+	} else if (strcmp(hold, "0") != 0) {
+		printf(", holding off after a resign: rejoins the queue in ");
+		print_seconds(hold);
+	} else if (strcmp(state, "connecting") == 0)
+		printf(", waiting to connect to ZooKeeper%s%s%s",
+		    why[0] != '\0' ? " (last error: " : "", why,
+		    why[0] != '\0' ? ")" : "");
+	else if (strcmp(state, "connected") != 0)
+		printf(", not leading: session %s", state);
+	else if (bar[0] != '\0')
+		printf(", not leading: %s", bar);
+	else if (strcmp(role, "observer") == 0)
+		printf(", observing (not a candidate)");
+	else if (strcmp(role, "unknown") == 0)
+		printf(", not leading (%s)", reason[0] != '\0' ? reason : "?");
+	else if (strcmp(role, "follower") == 0 && strcmp(pos, "-1") != 0 &&
+	    strcmp(pos, "0") != 0)
+		printf(", queued at position %s%s", pos,
+		    strcmp(pos, "1") == 0 ? " (next in line)" : "");
+	else if (strcmp(pos, "0") == 0)
+		printf(", first in the queue, taking over");
+	else if (reason[0] != '\0')
+		printf(", not leading (%s)", reason);
+	printf(", leader %s, %s candidate%s", lid[0] != '\0' ? lid : "none",
+	    cands, strcmp(cands, "1") == 0 ? "" : "s");
+	if (strcmp(age, "null") == 0)
+		printf(" (not counted yet)");
+	else if (strcmp(age, "0") != 0) {
+		printf(" (counted ");
+		print_seconds(age);
+		printf(" ago)");
+	}
+	printf(", session %s", state);
+	if (client_json_get(json, "duplicate_id", dup, sizeof(dup)) == 0 &&
+	    strcmp(dup, "true") == 0)
+		printf("; WARNING: id %s is also used by another agent in this "
+		    "election", id);
+	printf("\n");
 }
 
 static int
@@ -128,6 +209,8 @@ cmd_status(int argc, char *argv[])
 		}
 		json = true;
 	}
+	if (stray_arguments("status", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (request("GET", "/v1/status", 5000, &resp) == -1)
 		return EXIT_AGENT;
 	if (resp.code != 200) {
@@ -216,6 +299,8 @@ cmd_wait(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
+	if (stray_arguments("wait", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (want == 0) {
 		fprintf(stderr, "zkelectctl: wait: say what to wait for: "
 		    "--leader, --follower or --change\n");
@@ -285,11 +370,8 @@ cmd_is_leader(int argc, char *argv[])
 		}
 		quiet = true;
 	}
-	if (optind < argc) {
-		fprintf(stderr, "zkelectctl: is-leader: unexpected argument '%s'\n",
-		    argv[optind]);
+	if (stray_arguments("is-leader", argc, argv) == -1)
 		return EXIT_USAGE;
-	}
 	if (request("GET", "/v1/status", 5000, &resp) == -1)
 		return EXIT_AGENT;
 	if (status_fields("is-leader", &resp, role, sizeof(role), index,
@@ -327,6 +409,8 @@ cmd_resign(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
+	if (stray_arguments("resign", argc, argv) == -1)
+		return EXIT_USAGE;
 	if (hold != NULL)
 		snprintf(target, sizeof(target), "/v1/resign?hold=%s", hold);
 	else
@@ -377,6 +461,7 @@ struct run_view {
 	char	 epoch[32];
 	char	 session[32];
 	char	 index[32];		/* "0": the next long poll answers at once */
+	char	 leader[300];		/* the leader's id, "" when none is known */
 	uint64_t deadline;		/* lease end, when role is leader */
 	uint64_t took;			/* ms from sending to the whole answer */
 };
@@ -386,7 +471,7 @@ static void
 run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 {
 	struct client_response resp;
-	char target[128], lease[32];
+	char target[128], lease[32], leader[600], lepoch[32];
 	uint64_t sent = now_ms();
 
 	if (wait_ms > 0)
@@ -412,6 +497,15 @@ run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 		if (client_json_get(resp.body, "state", v->session,
 		    sizeof(v->session)) == -1)
 			strcpy(v->session, "?");
+		v->leader[0] = '\0';
+		if (client_json_get(resp.body, "leader", leader,
+		    sizeof(leader)) == 0 && strcmp(leader, "null") != 0 &&
+		    client_json_get(leader, "id", v->leader,
+		    sizeof(v->leader)) == 0 && client_json_get(leader, "epoch",
+		    lepoch, sizeof(lepoch)) == 0)
+			snprintf(v->leader + strlen(v->leader),
+			    sizeof(v->leader) - strlen(v->leader),
+			    " (epoch %s)", lepoch);
 		if (strcmp(v->role, "leader") == 0)
 			v->deadline = sent + strtoull(lease, NULL, 10);
 		v->ok = true;
@@ -480,6 +574,7 @@ static pid_t
 run_spawn(struct guard *g, char *argv[], const char *epoch)
 {
 	struct pollfd pfd;
+	char why[512];
 	pid_t pid = -1;
 	int err;
 
@@ -493,8 +588,15 @@ run_spawn(struct guard *g, char *argv[], const char *epoch)
 	pfd.events = POLLIN;
 	if (poll(&pfd, 1, 5000) == 1 && guard_report(g, &pid, &err) == 1 &&
 	    err != 0) {
-		fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n", argv[0],
-		    strerror(err));
+		/* ENOENT for a file that is there: its #! interpreter is not. */
+		if ((err == ENOENT || err == EACCES) && strchr(argv[0], '/') !=
+		    NULL && config_check_interpreter(argv[0], why,
+		    sizeof(why)) == -1)
+			fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n",
+			    argv[0], why);
+		else
+			fprintf(stderr, "zkelectctl: run: cannot run %s: %s\n",
+			    argv[0], strerror(err));
 		return -1;
 	}
 	return pid;
@@ -569,16 +671,29 @@ cmd_run(int argc, char *argv[])
 	uint64_t lease_end = 0, kill_at;
 	struct guard guard = { -1, -1, -1 };
 	pid_t child = -1;		/* the command, under guard.pid */
-	bool reachable = true, leading;
+	bool reachable = true, leading, quiet = false, said_wait = false;
 	int status;
 
-	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+	/* Options before the command only: the command's own are its own. */
+	while (argc > 1 && argv[1][0] == '-') {
+		if (strcmp(argv[1], "--") == 0) {
+			argc--;
+			argv++;
+			break;
+		}
+		if (strcmp(argv[1], "-q") != 0 && strcmp(argv[1], "--quiet") != 0) {
+			fprintf(stderr, "zkelectctl: run: unknown option '%s' (use: "
+			    "zkelectctl run [-q] -- CMD [ARGS...])\n", argv[1]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		quiet = true;
 		argc--;
 		argv++;
 	}
 	if (argc < 2) {
 		fprintf(stderr, "zkelectctl: run: no command (use: zkelectctl run "
-		    "-- CMD [ARGS...])\n");
+		    "[-q] -- CMD [ARGS...])\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -657,6 +772,13 @@ cmd_run(int argc, char *argv[])
 		}
 
 		leading = strcmp(v.role, "leader") == 0;
+		if (!leading && child <= 0 && !said_wait && !quiet)
+			fprintf(stderr, "zkelectctl: run: waiting to lead before "
+			    "starting %s: this instance is %s, leader %s\n", cmd,
+			    v.role, v.leader[0] != '\0' ? v.leader :
+			    "none known yet");
+		said_wait = !leading && child <= 0 ? true : leading ? false :
+		    said_wait;
 		if (child > 0) {
 			why[0] = '\0';
 			if (!leading)
@@ -719,6 +841,7 @@ main(int argc, char *argv[])
 	const char *cmd, *env;
 	int ch;
 
+	guard_set_title_area(argc, argv);	/* run's guard names itself */
 	env = getenv("ZKELECT_SOCKET");
 	if (env != NULL && env[0] != '\0')
 		socket_path = env;

@@ -4,6 +4,20 @@
 # which epoch, then stops the leader (graceful handover) and kills the next
 # one (crash failover), showing the successor take over with a higher epoch.
 set -euo pipefail
+usage() {
+	echo "usage: $0 [-h|--help]"
+	echo "Runs the demo: installs packages (unless SKIP_INSTALL=1), builds into"
+	echo "build/, starts ZooKeeper and three agents on loopback, shows a handover"
+	echo "and a failover, and removes everything it started at the end."
+}
+case "${1:-}" in
+"") ;;
+-h|--help) usage; exit 0 ;;
+*) echo "demo.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
+esac
+if [ $# -gt 0 ]; then
+	echo "demo.sh: unexpected argument '$1'" >&2; usage >&2; exit 1
+fi
 cd "$(dirname "$0")/.."
 top=$PWD
 

@@ -6,11 +6,20 @@
 #                                     (no recommends; used by docker/Dockerfile)
 set -euo pipefail
 mode=all
+usage() {
+	echo "usage: $0 [--build]"
+	echo "  (no argument)  everything the tests, benchmarks and examples need"
+	echo "  --build        only what building zkelectd and zkelectctl needs"
+}
 case "${1:-}" in
 "") ;;
 --build) mode=build ;;
-*) echo "usage: $0 [--build]" >&2; exit 1 ;;
+-h|--help) usage; exit 0 ;;
+*) echo "install-deps.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
 esac
+if [ $# -gt 1 ]; then
+	echo "install-deps.sh: unexpected argument '$2'" >&2; usage >&2; exit 1
+fi
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive

@@ -8,6 +8,22 @@
 #   SKIP_FUZZ=1     no libFuzzer build and short fuzzing run
 #   FUZZ_SECONDS=N  how long each fuzz target runs (default 20)
 set -euo pipefail
+usage() {
+	echo "usage: $0 [-h|--help]"
+	echo "Builds zkelect (plain and ASan/UBSan) and runs every test suite."
+	echo "  SKIP_INSTALL=1  do not run apt-get"
+	echo "  SKIP_ASAN=1     plain build only"
+	echo "  SKIP_FUZZ=1     no libFuzzer build and short fuzzing run"
+	echo "  FUZZ_SECONDS=N  how long each fuzz target runs (default 20)"
+}
+case "${1:-}" in
+"") ;;
+-h|--help) usage; exit 0 ;;
+*) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
+esac
+if [ $# -gt 0 ]; then
+	echo "test.sh: unexpected argument '$1'" >&2; usage >&2; exit 1
+fi
 cd "$(dirname "$0")/.."
 
 if [ "${SKIP_INSTALL:-}" != 1 ]; then

@@ -2,7 +2,12 @@
 # Starts a throw-away standalone ZooKeeper (Debian's zookeeper package) on
 # loopback, for the demo and for trying zkelect out:
 #
-#   scripts/zk-server.sh DIR PORT
+#   scripts/zk-server.sh [--tick-time MS] DIR PORT
+#
+# --tick-time sets ZooKeeper's tickTime (default 200 ms, quick for tests; a
+# production server uses 2000). Sessions may last from 2 ticks to 30 s (or
+# 20 ticks, if longer), so an agent's session_timeout must be at least
+# 3 ticks (zkelect assumes tickTime <= T/3).
 #
 # It returns once the server answers on 127.0.0.1:PORT, and prints its PID
 # (stop it with `kill PID`). The server keeps its data and its log in DIR
@@ -10,11 +15,37 @@
 # ZK_START_TIMEOUT seconds (default 60), it says why on stderr, leaves nothing
 # running and exits 1.
 set -euo pipefail
+usage() {
+	echo "usage: $0 [--tick-time MS] DIR PORT"
+	echo "Starts a throw-away ZooKeeper on 127.0.0.1:PORT with its data and log in"
+	echo "DIR, and prints its pid once it answers. --tick-time: ZooKeeper's"
+	echo "tickTime in ms (default 200; 2000 is ZooKeeper's own default)."
+}
+tick=200
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h|--help) usage; exit 0 ;;
+	--tick-time)
+		[ $# -ge 2 ] || { echo "zk-server: --tick-time needs a value in ms" >&2; usage >&2; exit 1; }
+		tick=$2; shift 2 ;;
+	--tick-time=*) tick=${1#--tick-time=}; shift ;;
+	--) shift; break ;;
+	-*) echo "zk-server: unknown option '$1'" >&2; usage >&2; exit 1 ;;
+	*) break ;;
+	esac
+done
 if [ $# -ne 2 ]; then
-	echo "usage: $0 DIR PORT" >&2
+	echo "zk-server: expected DIR and PORT, got $# argument(s)" >&2
+	usage >&2
+	exit 1
+fi
+if ! [[ "$tick" =~ ^[0-9]+$ ]] || [ "$tick" -lt 1 ] || [ "$tick" -gt 60000 ]; then
+	echo "zk-server: invalid --tick-time '$tick' (milliseconds, 1..60000)" >&2
 	exit 1
 fi
 dir=$1 port=$2
+min_session=$((2 * tick))
+max_session=$((20 * tick > 30000 ? 20 * tick : 30000))
 timeout=${ZK_START_TIMEOUT:-60}
 jar=/usr/share/java/zookeeper.jar
 # Without an SLF4J binding ZooKeeper logs nothing at all: log4j 1.2 and its
@@ -41,14 +72,14 @@ fi
 dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 mkdir -p "$dir/data" "$dir/conf"
 cat > "$dir/conf/zoo.cfg" <<CFG
-tickTime=200
+tickTime=$tick
 dataDir=$dir/data
 clientPort=$port
 clientPortAddress=127.0.0.1
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,mntr
-minSessionTimeout=400
-maxSessionTimeout=30000
+minSessionTimeout=$min_session
+maxSessionTimeout=$max_session
 CFG
 cat > "$dir/conf/log4j.properties" <<CFG
 log4j.rootLogger=INFO, F

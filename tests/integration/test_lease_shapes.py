@@ -13,12 +13,16 @@ lease"), against real ZooKeeper servers and real agents:
 
 import os
 import socket
+import subprocess
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import SLOW, poll  # noqa: E402
+
+ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl", "zkelectctl"))
 
 
 def test_raised_timeout_is_said(agents):
@@ -46,6 +50,10 @@ def test_tick_time_above_half_the_timeout_refuses_to_lead(agents):
     s = a.wait_for(lambda s: s["leader"] and s["leader"]["id"] == "b", 10 * SLOW,
                    what="a to name b as the leader")
     assert s["is_leader"] is False and s["position"] == -1, s
+    line = subprocess.run([ZKELECTCTL, "-s", a.socket, "status"], capture_output=True,
+                          text=True, timeout=10)
+    assert "not leading: session timeout below twice zookeeper.tick_time" in line.stdout, \
+        line.stdout + line.stderr
     log = a.log_text(400000)
     assert log.count("no lease can be proven, so this agent will not lead") == 1, log[-3000:]
     assert log.count("election: not leading: session timeout below twice") == 1, log[-3000:]

@@ -553,7 +553,10 @@ START_TEST(test_follower_predecessor)
 	new_election(&e, true);
 	RUN(&e, s);
 	election_report(&e, &r);
-	ck_assert_int_eq(r.candidates, 2);
+	/* The count stays as last listed (others may have joined behind us
+	 * since), with its age; our place is exact (issue 25, bug 2). */
+	ck_assert_int_eq(r.candidates, 3);
+	ck_assert_int_eq(election_candidates_age(&e, T0 + 15), 3);
 	ck_assert_int_eq(r.position, 0);
 }
 END_TEST
@@ -1931,8 +1934,12 @@ START_TEST(test_view_reports_the_claim)
 }
 END_TEST
 
-/* A claim naming our own data while we do not lead is not reported (an
- * earlier incarnation of ours, say). */
+/*
+ * A claim naming our own data under an epoch we never led under is another
+ * agent's with our id (or an earlier run of ours, whose session still
+ * stands): it names the leader, and the id is flagged as used twice
+ * (issue 25, bug 1). A claim of a term we led is ours and is not reported.
+ */
 START_TEST(test_view_own_claim_not_reported)
 {
 	static struct election e;	/* outlives the test: the fixture frees it */
@@ -1941,7 +1948,19 @@ START_TEST(test_view_own_claim_not_reported)
 	join_follower(&e);
 	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E1, E1, T0 + 20));
 	election_report(&e, &r);
+	ck_assert(r.has_leader);
+	ck_assert_str_eq(r.leader_id, MY_ID);
+	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E1);
+	ck_assert(r.duplicate_id);
+	e.spent_epoch = (uint64_t)E1;	/* as if we had led under E1 */
+	election_report(&e, &r);
 	ck_assert(!r.has_leader);
+	ck_assert(!r.duplicate_id);
+	e.spent_epoch = 0;
+	e.taken_epoch = (uint64_t)E1;	/* named under E1, lost before leading */
+	election_report(&e, &r);
+	ck_assert(!r.has_leader);
+	ck_assert(!r.duplicate_id);
 }
 END_TEST
 
