@@ -433,6 +433,7 @@ client_recv(struct conn *c, struct msg *m)
 		    c->server, (unsigned long long)h->session_id);
 		client_set_watches(h);
 		driver_session(h, SESSION_CONNECTED);
+		driver_connected(h);
 		for (q = h->out; q != NULL && h->conn == c; q = q->next)
 			if (!q->sent)
 				client_send(h, q);

@@ -238,9 +238,11 @@ chan_blocked(const struct chan *c)
 		    S->agents[c->conn->agent].paused;
 	case CH_L2F:
 		return S->servers[c->server].part_leader ||
-		    S->servers[c->server].stopped;
+		    S->servers[c->server].stopped ||
+		    S->servers[S->leader].part_leader;
 	case CH_F2L:
-		return S->servers[c->server].part_leader;
+		return S->servers[c->server].part_leader ||
+		    S->servers[S->leader].part_leader;
 	}
 	return false;
 }
@@ -369,11 +371,39 @@ sim_configure(void)
 	S->nagents = (int)sim_range(2, 5);
 	S->T_ms = Ts[sim_below(sizeof(Ts) / sizeof(Ts[0]))];
 	S->tick_ms = S->T_ms / divs[sim_below(sizeof(divs) / sizeof(divs[0]))];
+	/* The smallest session ZooKeeper's defaults accept: T = 2 ticks. */
+	if (S->shapes & SHAPE_TICK_HALF)
+		S->tick_ms = S->T_ms / 2;
 	if (S->tick_ms < 1)
 		S->tick_ms = 1;
 	S->T = (stime)S->T_ms * 1000;
 	S->tick = (stime)S->tick_ms * 1000;
 	S->sync_limit = 5;
+	S->nvoters = S->nservers;
+	if (S->shapes & SHAPE_RELAY) {
+		/* Three voters, and one or two observers, each behind an
+		 * ObserverMaster follower (servers 1 and 2 follow at first). */
+		S->nvoters = 3;
+		S->nservers = 3 + (int)sim_range(1, 2);
+		for (i = 3; i < S->nservers; i++) {
+			S->servers[i].observer = true;
+			S->servers[i].master = (int)sim_range(1, 2);
+		}
+	}
+	for (i = 0; i < S->nservers; i++)
+		S->servers[i].max_timeout_ms = 20 * S->tick_ms;
+	if (S->shapes & SHAPE_SHRINK) {
+		/* Mixed limits: a server or two with a lower maxSessionTimeout
+		 * (T/2 or 2T/3, never under minSessionTimeout = 2 ticks). */
+		n = (int)sim_range(1, (uint64_t)(S->nservers - 1) / 2 + 1);
+		for (j = 0; j < n; j++) {
+			k = (int)sim_below((uint64_t)S->nservers);
+			S->servers[k].max_timeout_ms = sim_chance(50) ?
+			    S->T_ms / 2 : S->T_ms * 2 / 3;
+			if (S->servers[k].max_timeout_ms < 2 * S->tick_ms)
+				S->servers[k].max_timeout_ms = 2 * S->tick_ms;
+		}
+	}
 	for (i = 0; i < S->nagents; i++) {
 		struct agent *a = &S->agents[i];
 
@@ -396,7 +426,33 @@ sim_configure(void)
 			if (j == a->nservers)
 				a->servers[a->nservers++] = k;
 		}
+		if (S->shapes & SHAPE_RELAY) {
+			/* Agents 0 and 1 (candidates) can always reach a voting
+			 * server; the others have only observers one time in
+			 * four (and must then never lead). */
+			bool voter = false;
+
+			for (j = 0; j < a->nservers; j++)
+				voter |= !S->servers[a->servers[j]].observer;
+			if (!voter && (i < 2 || sim_chance(75)))
+				a->servers[sim_below((uint64_t)a->nservers)] =
+				    (int)sim_below(3);
+			else if (voter && i >= 2 && sim_chance(25)) {
+				a->nservers = (int)sim_range(1, (uint64_t)
+				    S->nservers - 3);
+				for (j = 0; j < a->nservers; j++)
+					a->servers[j] = 3 + j;
+			}
+			a->only_observers = true;
+			for (j = 0; j < a->nservers; j++)
+				if (!S->servers[a->servers[j]].observer)
+					a->only_observers = false;
+		}
 	}
+	/* The operator's zookeeper.tick_time: the real tickTime, or not
+	 * given (0: the agent assumes tickTime <= T/2). Never less than the
+	 * real one: the lease would be too long. */
+	S->tick_known = sim_chance(50);
 }
 
 static void
@@ -418,6 +474,7 @@ sim_free_queue(void)
 }
 
 static bool	 opt_completions_first;
+static unsigned	 opt_shapes;
 static bool	 last_overlap;
 
 static bool
@@ -437,14 +494,23 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->legacy = legacy;
 	S->drift_ppm = drift_ppm;
 	S->fault_mix = fault_mix;
+	S->shapes = opt_shapes;
 	S->loss_completions_first = opt_completions_first;
 	S->st.min_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_t = 1e9;
 	sim_configure();
-	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms,"
-	    " rates within %d ppm%s", seed, S->nservers, S->nagents, S->T_ms,
-	    S->tick_ms, S->drift_ppm, legacy ? ", legacy lease" : "");
+	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms"
+	    " (%s to the agents), rates within %d ppm%s", seed, S->nservers,
+	    S->nagents, S->T_ms, S->tick_ms, S->tick_known ? "given" : "not given",
+	    S->drift_ppm, legacy ? ", legacy lease" : "");
+	for (i = 0; i < S->nservers && verbose; i++)
+		if (S->servers[i].observer ||
+		    S->servers[i].max_timeout_ms != 20 * S->tick_ms)
+			sim_trace("server s%d: %s (master s%d), "
+			    "maxSessionTimeout %d ms", i, S->servers[i].observer ?
+			    "observer" : "voting", S->servers[i].master,
+			    S->servers[i].max_timeout_ms);
 	for (i = 0; i < S->nagents && verbose; i++) {
 		const struct agent *a = &S->agents[i];
 		char list[64];
@@ -505,8 +571,40 @@ usage(void)
 	    "  --drift PPM    bound on clock-rate differences (default 10000)\n"
 	    "  --faults K     only fault kind K (see sim-fault.c), -1 = all\n"
 	    "  --completions-first  on connection loss, fail the calls before\n"
-	    "                 the CONNECTING event (zookeeper.c does the reverse)\n");
+	    "                 the CONNECTING event (zookeeper.c does the reverse)\n"
+	    "  --shape S[,S]  shapes of deployment (repeatable): shrink, relay,\n"
+	    "                 tick-half, deposed, all (README.md)\n"
+	    "  --expect-margin-failure  exit 0 only if some takeover came closer\n"
+	    "                 than the margin (or two leaders were at once)\n");
 	exit(2);
+}
+
+/* --shape shrink,relay,... (repeatable); "all" for every one. */
+static bool
+parse_shapes(const char *arg)
+{
+	static const struct { const char *name; unsigned bit; } names[] = {
+		{ "shrink", SHAPE_SHRINK }, { "relay", SHAPE_RELAY },
+		{ "tick-half", SHAPE_TICK_HALF }, { "deposed", SHAPE_DEPOSED },
+		{ "all", SHAPE_SHRINK | SHAPE_RELAY | SHAPE_TICK_HALF |
+		    SHAPE_DEPOSED },
+	};
+	char buf[256], *tok, *save;
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strcmp(tok, names[i].name) == 0)
+				break;
+		if (i == sizeof(names) / sizeof(names[0])) {
+			fprintf(stderr, "zkelect-sim: no shape %s\n", tok);
+			return false;
+		}
+		opt_shapes |= names[i].bit;
+	}
+	return true;
 }
 
 static double
@@ -527,6 +625,8 @@ struct totals {
 	uint64_t	 max_recovery_seed;
 	uint64_t	 terms, steps, expiry_takeovers, flaps, flap_seeds,
 			 first_flap_seed;
+	uint64_t	 margin_fails, margin_seeds, first_margin_seed;
+	uint64_t	 depositions;
 };
 
 /* Runs seeds first, first+stride, ... (until count or the deadline). */
@@ -555,6 +655,10 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		tot->terms += st.terms;
 		tot->steps += st.steps;
 		tot->expiry_takeovers += st.expiry_takeovers;
+		tot->depositions += st.depositions;
+		if (st.margin_fails > 0 && tot->margin_seeds++ == 0)
+			tot->first_margin_seed = seed;
+		tot->margin_fails += st.margin_fails;
 		if (st.flaps > 0 && tot->flap_seeds++ == 0)
 			tot->first_flap_seed = seed;
 		tot->flaps += st.flaps;
@@ -583,6 +687,12 @@ totals_add(struct totals *t, const struct totals *u)
 	t->terms += u->terms;
 	t->steps += u->steps;
 	t->expiry_takeovers += u->expiry_takeovers;
+	t->depositions += u->depositions;
+	if (u->margin_seeds > 0 && (t->margin_seeds == 0 ||
+	    u->first_margin_seed < t->first_margin_seed))
+		t->first_margin_seed = u->first_margin_seed;
+	t->margin_fails += u->margin_fails;
+	t->margin_seeds += u->margin_seeds;
 	if (u->flap_seeds > 0 && (t->flap_seeds == 0 ||
 	    u->first_flap_seed < t->first_flap_seed))
 		t->first_flap_seed = u->first_flap_seed;
@@ -612,17 +722,19 @@ main(int argc, char *argv[])
 		{ "drift",	 required_argument, NULL, 'd' },
 		{ "faults",	 required_argument, NULL, 'f' },
 		{ "completions-first", no_argument, NULL, 'c' },
+		{ "shape",	 required_argument, NULL, 'S' },
+		{ "expect-margin-failure", no_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
 	double minutes = 0, start, elapsed, deadline = 0;
 	int ch, jobs = 1, verbose = 0, drift = 10000, mix = -1, j;
-	bool legacy = false, expect_overlap = false;
+	bool legacy = false, expect_overlap = false, expect_margin = false;
 	struct totals tot, part;
 	int pipes[64][2];
 	pid_t pids[64];
 
-	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:c", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:M", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -635,6 +747,8 @@ main(int argc, char *argv[])
 		case 'd': drift = atoi(optarg); break;
 		case 'f': mix = atoi(optarg); break;
 		case 'c': opt_completions_first = true; break;
+		case 'S': if (!parse_shapes(optarg)) usage(); break;
+		case 'M': expect_margin = true; break;
 		default: usage();
 		}
 	}
@@ -711,10 +825,27 @@ main(int argc, char *argv[])
 			    tot.min_lapse_seed);
 		printf("slowest recovery after the last fault: %.2f T (seed %"
 		    PRIu64 ")\n", tot.max_recovery_t, tot.max_recovery_seed);
+		if (opt_shapes & SHAPE_DEPOSED)
+			printf("ZooKeeper leaders deposed or failed: %" PRIu64 "\n",
+			    tot.depositions);
+		printf("takeovers closer than the margin: %" PRIu64 " in %"
+		    PRIu64 " seeds", tot.margin_fails, tot.margin_seeds);
+		if (tot.margin_seeds > 0)
+			printf(" (first seed %" PRIu64 ")", tot.first_margin_seed);
+		printf("; seeds with two leaders at once: %" PRIu64 "\n",
+		    tot.overlaps);
 		if (tot.flaps > 0)
 			printf("terms lost to a lapse while connected: %" PRIu64
 			    " in %" PRIu64 " seeds (first seed %" PRIu64 ")\n",
 			    tot.flaps, tot.flap_seeds, tot.first_flap_seed);
+	}
+	if (expect_margin) {
+		printf("%" PRIu64 " seed%s closer than the margin or with two "
+		    "leaders at once%s\n", tot.margin_seeds + tot.overlaps,
+		    tot.margin_seeds + tot.overlaps == 1 ? "" : "s",
+		    tot.margin_seeds + tot.overlaps > 0 ? ", as expected" :
+		    "; one was expected");
+		return tot.margin_seeds + tot.overlaps > 0 ? 0 : 1;
 	}
 	if (expect_overlap) {
 		printf("%" PRIu64 " seed%s with two leaders at once%s\n",
