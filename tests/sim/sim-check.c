@@ -46,6 +46,13 @@ check_lapse_at(const struct agent *a, uint64_t deadline_ms)
  * a clock that may run slow by the rate bound; allow that, and 5 ms for
  * the network's jitter around the followers' reports.
  */
+/* Within 6T of the ZooKeeper leader's deposition (--shape deposed). */
+static bool
+check_after_depose(void)
+{
+	return S->last_depose_at != 0 && S->now - S->last_depose_at < 6 * S->T;
+}
+
 static int64_t
 check_margin(int T_ms)
 {
@@ -154,6 +161,8 @@ check_term_start(struct agent *a)
 			 * the legacy lease is only counted. */
 			if (gap < check_margin(prev_T)) {
 				S->st.margin_fails++;
+				if (check_after_depose())
+					S->st.dep_margin_fails++;
 				if (S->legacy)
 					sim_trace("MARGIN: %s leads %.1f ms after "
 					    "%s's lease ended", a->id,
@@ -186,8 +195,10 @@ check_note_leaders(void)
 			l[n++] = &S->agents[i];
 	if (n > 0 && S->first_lead_after_heal < S->last_heal)
 		S->first_lead_after_heal = S->now;
-	if (n >= 2 && !S->failed)
+	if (n >= 2 && !S->failed) {
 		S->overlap = true;
+		S->overlap_dep = check_after_depose();
+	}
 	if (n >= 2)
 		sim_fail("two leaders at once: %s (epoch 0x%" PRIx64 ", lease "
 		    "until %" PRIu64 ", its clock %" PRIu64 ") and %s (epoch 0x%"
@@ -326,6 +337,12 @@ check_liveness_cb(void *p, uint64_t arg)
 			    sv >= 0 && S->servers[sv].observer ? "(observer)" : "",
 			    b->only_observers ? "[observers only]" : "");
 		}
+		if (S->safety_only) {
+			S->st.liveness_fails++;
+			sim_trace("LIVENESS: nobody leads:%s", who);
+			S->stop = true;
+			return;
+		}
 		sim_fail("nobody leads %.3f s after the last fault healed (at "
 		    "%.6f s; bound 3T + 2 ticks + %d ms):%s",
 		    (double)check_bound() / 1e6, (double)S->last_heal / 1e6,
@@ -348,6 +365,11 @@ check_final_cb(void *p, uint64_t arg)
 	for (i = 0; i < S->nagents; i++)
 		if (check_leads(&S->agents[i]))
 			n++;
+	if (n != 1 && S->safety_only) {
+		S->st.liveness_fails++;
+		S->stop = true;
+		return;
+	}
 	if (n != 1)
 		sim_fail("%d leaders at the end of the run", n);
 	/* No node left behind: each belongs to a running agent's session

@@ -43,6 +43,9 @@ fault_weight(unsigned k)
 {
 	if (k == F_DEPOSE && (S->shapes & SHAPE_DEPOSED))
 		return 10;
+	/* Mixed limits: a new leader restores the creation timeout. */
+	if (k == F_DEPOSE && (S->shapes & SHAPE_SHRINK))
+		return 5;
 	return fault_weights[k];
 }
 

@@ -1592,13 +1592,20 @@ zk_maybe_elect(void)
 void
 zk_depose(stime duration, bool crash)
 {
-	int L = S->leader;
+	int L = S->leader, i;
 	struct server *sv = &S->servers[L];
 
 	if (S->leaderless)
 		return;
 	S->leaderless = true;
 	S->st.depositions++;
+	S->last_depose_at = S->now;
+	for (i = 0; i < S->nagents; i++)
+		if (S->agents[i].running && S->agents[i].h != NULL &&
+		    S->agents[i].h->conn != NULL &&
+		    S->agents[i].h->conn->server == L &&
+		    S->agents[i].e.role == ELECTION_LEADER)
+			S->st.depositions_under++;
 	sv->part_leader = true;
 	sim_trace("zk s%d: the ZooKeeper leader %s for %llu ms", L,
 	    crash ? "FAILS" : "is CUT OFF from the quorum",

@@ -475,7 +475,8 @@ sim_free_queue(void)
 
 static bool	 opt_completions_first;
 static unsigned	 opt_shapes;
-static bool	 last_overlap;
+static bool	 opt_safety_only;
+static bool	 last_overlap, last_overlap_dep;
 
 static bool
 sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
@@ -495,6 +496,7 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->drift_ppm = drift_ppm;
 	S->fault_mix = fault_mix;
 	S->shapes = opt_shapes;
+	S->safety_only = opt_safety_only;
 	S->loss_completions_first = opt_completions_first;
 	S->st.min_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_us = INT64_MAX;
@@ -535,6 +537,7 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	}
 	failed = S->failed;
 	last_overlap = S->overlap;
+	last_overlap_dep = S->overlap_dep;
 	if (failed && !verbose)
 		printf("seed %" PRIu64 ": FAIL at %.6f s: %s\n", seed,
 		    (double)S->fail_at / 1e6, S->failure);
@@ -575,7 +578,8 @@ usage(void)
 	    "  --shape S[,S]  shapes of deployment (repeatable): shrink, relay,\n"
 	    "                 tick-half, deposed, all (README.md)\n"
 	    "  --expect-margin-failure  exit 0 only if some takeover came closer\n"
-	    "                 than the margin (or two leaders were at once)\n");
+	    "                 than the margin (or two leaders were at once)\n"
+	    "  --safety-only  count liveness failures (nobody leads) and go on\n");
 	exit(2);
 }
 
@@ -626,7 +630,9 @@ struct totals {
 	uint64_t	 terms, steps, expiry_takeovers, flaps, flap_seeds,
 			 first_flap_seed;
 	uint64_t	 margin_fails, margin_seeds, first_margin_seed;
-	uint64_t	 depositions;
+	uint64_t	 liveness_fails;
+	uint64_t	 depositions, depositions_under, dep_margin_fails,
+			 dep_overlaps;
 };
 
 /* Runs seeds first, first+stride, ... (until count or the deadline). */
@@ -656,6 +662,11 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		tot->steps += st.steps;
 		tot->expiry_takeovers += st.expiry_takeovers;
 		tot->depositions += st.depositions;
+		tot->liveness_fails += st.liveness_fails;
+		tot->depositions_under += st.depositions_under;
+		tot->dep_margin_fails += st.dep_margin_fails;
+		if (last_overlap && last_overlap_dep)
+			tot->dep_overlaps++;
 		if (st.margin_fails > 0 && tot->margin_seeds++ == 0)
 			tot->first_margin_seed = seed;
 		tot->margin_fails += st.margin_fails;
@@ -688,6 +699,10 @@ totals_add(struct totals *t, const struct totals *u)
 	t->steps += u->steps;
 	t->expiry_takeovers += u->expiry_takeovers;
 	t->depositions += u->depositions;
+	t->liveness_fails += u->liveness_fails;
+	t->depositions_under += u->depositions_under;
+	t->dep_margin_fails += u->dep_margin_fails;
+	t->dep_overlaps += u->dep_overlaps;
 	if (u->margin_seeds > 0 && (t->margin_seeds == 0 ||
 	    u->first_margin_seed < t->first_margin_seed))
 		t->first_margin_seed = u->first_margin_seed;
@@ -724,6 +739,7 @@ main(int argc, char *argv[])
 		{ "completions-first", no_argument, NULL, 'c' },
 		{ "shape",	 required_argument, NULL, 'S' },
 		{ "expect-margin-failure", no_argument, NULL, 'M' },
+		{ "safety-only", no_argument,	    NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -734,7 +750,7 @@ main(int argc, char *argv[])
 	int pipes[64][2];
 	pid_t pids[64];
 
-	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:M", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:ML", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -749,6 +765,7 @@ main(int argc, char *argv[])
 		case 'c': opt_completions_first = true; break;
 		case 'S': if (!parse_shapes(optarg)) usage(); break;
 		case 'M': expect_margin = true; break;
+		case 'L': opt_safety_only = true; break;
 		default: usage();
 		}
 	}
@@ -825,9 +842,16 @@ main(int argc, char *argv[])
 			    tot.min_lapse_seed);
 		printf("slowest recovery after the last fault: %.2f T (seed %"
 		    PRIu64 ")\n", tot.max_recovery_t, tot.max_recovery_seed);
-		if (opt_shapes & SHAPE_DEPOSED)
-			printf("ZooKeeper leaders deposed or failed: %" PRIu64 "\n",
-			    tot.depositions);
+		if (tot.depositions > 0)
+			printf("ZooKeeper leaders deposed or failed: %" PRIu64
+			    " (%" PRIu64 " with the leading agent on it); within "
+			    "6T of one: %" PRIu64 " takeovers closer than the "
+			    "margin, %" PRIu64 " seeds with two leaders\n",
+			    tot.depositions, tot.depositions_under,
+			    tot.dep_margin_fails, tot.dep_overlaps);
+		if (opt_safety_only)
+			printf("seeds where nobody led in time (not failed): %"
+			    PRIu64 "\n", tot.liveness_fails);
 		printf("takeovers closer than the margin: %" PRIu64 " in %"
 		    PRIu64 " seeds", tot.margin_fails, tot.margin_seeds);
 		if (tot.margin_seeds > 0)

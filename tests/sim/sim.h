@@ -482,8 +482,13 @@ struct sim_stats {
 						   lapsed and its session expired */
 	double		 min_lapse_gap_t;	/* that gap over T */
 	uint64_t	 expiry_takeovers;
+	uint64_t	 liveness_fails;	/* with --safety-only */
 	uint64_t	 margin_fails;	/* takeovers closer than the margin */
 	uint64_t	 depositions;	/* ZooKeeper leaders deposed or failed */
+	uint64_t	 depositions_under;	/* ... with the leading agent
+						   connected to it */
+	uint64_t	 dep_margin_fails;	/* margin failures within 6T of
+						   a deposition */
 	uint64_t	 flaps;		/* terms lost to a lapse while connected
 					   and running */
 	stime		 max_recovery_us;	/* first leader after the last heal */
@@ -500,6 +505,8 @@ struct sim {
 	int		 verbose;
 	bool		 failed;
 	bool		 overlap;	/* the failure is two leaders at once */
+	bool		 overlap_dep;	/* ... within 6T of a deposition */
+	stime		 last_depose_at;
 	char		 failure[1024];
 	stime		 fail_at;
 	bool		 stop;
@@ -514,7 +521,8 @@ struct sim {
 	bool		 loss_completions_first;	/* not zookeeper.c's order */
 	int		 fault_mix;	/* -1 all, else one fault kind */
 	unsigned	 shapes;	/* SHAPE_* */
-	bool		 tick_known;	/* the agents' e.tick_ms is tickTime */
+	bool		 tick_known;
+	bool		 safety_only;	/* liveness failures only counted */	/* the agents' e.tick_ms is tickTime */
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */
