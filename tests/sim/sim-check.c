@@ -161,7 +161,11 @@ check_term_start(struct agent *a)
 			 * the legacy lease is only counted. */
 			if (gap < check_margin(prev_T)) {
 				S->st.margin_fails++;
-				if (check_after_depose())
+				/* ... on the deposed leader, lately */
+				if (prev_T != S->T_ms)
+					S->st.shrunk_margin_fails++;
+				if (check_after_depose() &&
+				    prev->last_server == S->last_deposed)
 					S->st.dep_margin_fails++;
 				if (S->legacy)
 					sim_trace("MARGIN: %s leads %.1f ms after "

@@ -429,6 +429,7 @@ client_recv(struct conn *c, struct msg *m)
 		h->connected = true;
 		h->state = HS_CONNECTED;
 		h->reconfig = false;
+		S->agents[h->agent].last_server = c->server;
 		sim_trace("a%d: connected to s%d, session 0x%llx", h->agent,
 		    c->server, (unsigned long long)h->session_id);
 		client_set_watches(h);

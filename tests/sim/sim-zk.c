@@ -1600,6 +1600,7 @@ zk_depose(stime duration, bool crash)
 	S->leaderless = true;
 	S->st.depositions++;
 	S->last_depose_at = S->now;
+	S->last_deposed = L;
 	for (i = 0; i < S->nagents; i++)
 		if (S->agents[i].running && S->agents[i].h != NULL &&
 		    S->agents[i].h->conn != NULL &&

@@ -541,6 +541,13 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	if (failed && !verbose)
 		printf("seed %" PRIu64 ": FAIL at %.6f s: %s\n", seed,
 		    (double)S->fail_at / 1e6, S->failure);
+	if (S->legacy && S->st.margin_fails > 0 && !verbose)
+		printf("seed %" PRIu64 ": %" PRIu64 " takeover%s closer than the "
+		    "margin (%" PRIu64 " within 6T of a deposition, the old "
+		    "leader on it; %" PRIu64 " from a leader under a timeout "
+		    "not the one asked for)\n", seed, S->st.margin_fails,
+		    S->st.margin_fails == 1 ? "" : "s", S->st.dep_margin_fails,
+		    S->st.shrunk_margin_fails);
 	*st = S->st;
 	*simulated = S->now;
 
@@ -846,7 +853,8 @@ main(int argc, char *argv[])
 			printf("ZooKeeper leaders deposed or failed: %" PRIu64
 			    " (%" PRIu64 " with the leading agent on it); within "
 			    "6T of one: %" PRIu64 " takeovers closer than the "
-			    "margin, %" PRIu64 " seeds with two leaders\n",
+			    "margin from an old leader on it, %" PRIu64 " seeds "
+			    "with two leaders\n",
 			    tot.depositions, tot.depositions_under,
 			    tot.dep_margin_fails, tot.dep_overlaps);
 		if (opt_safety_only)

@@ -435,6 +435,7 @@ struct agent {
 	stime		 expired_at;	/* the ZooKeeper leader expired it */
 	int		 lead_T_ms;	/* T of its last term's session */
 	bool		 only_observers;	/* --shape relay: its servers */
+	int		 last_server;	/* its last connection's */
 };
 
 uint64_t agent_local_us(const struct agent *a, stime t);
@@ -487,7 +488,9 @@ struct sim_stats {
 	uint64_t	 depositions;	/* ZooKeeper leaders deposed or failed */
 	uint64_t	 depositions_under;	/* ... with the leading agent
 						   connected to it */
-	uint64_t	 dep_margin_fails;	/* margin failures within 6T of
+	uint64_t	 dep_margin_fails;
+	uint64_t	 shrunk_margin_fails;	/* ... from a leader whose T was
+						   not the one asked for */	/* margin failures within 6T of
 						   a deposition */
 	uint64_t	 flaps;		/* terms lost to a lapse while connected
 					   and running */
@@ -507,6 +510,7 @@ struct sim {
 	bool		 overlap;	/* the failure is two leaders at once */
 	bool		 overlap_dep;	/* ... within 6T of a deposition */
 	stime		 last_depose_at;
+	int		 last_deposed;	/* that leader */
 	char		 failure[1024];
 	stime		 fail_at;
 	bool		 stop;
