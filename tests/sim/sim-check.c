@@ -257,6 +257,12 @@ check_step(struct agent *a, const struct election *before,
 
 		if (x->type == ACT_NOTIFY && x->wait)
 			telling = true;
+		/* Every loss of leadership waits for the app (EV_NOTIFIED,
+		 * which the driver sends for every waiting notify). */
+		if (x->type == ACT_NOTIFY && x->from == ELECTION_LEADER &&
+		    !x->wait)
+			sim_fail("%s: a loss of leadership (%s) that does not wait "
+			    "for the app", a->id, x->reason);
 		/* An exit lets the node go if the session still holds it
 		 * (the handle's close ends the session). */
 		if (telling && (x->type == ACT_RELEASE || (x->type == ACT_EXIT &&
