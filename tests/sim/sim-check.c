@@ -151,6 +151,10 @@ check_term_start(struct agent *a)
 		 * expired the old session. */
 		if (lapsed && prev->expired_at >= prev_end) {
 			S->st.expiry_takeovers++;
+			if ((double)gap / (prev_T * 1000.0) <
+			    S->st.min_lapse_gap_own)
+				S->st.min_lapse_gap_own = (double)gap /
+				    (prev_T * 1000.0);
 			if (gap < S->st.min_lapse_gap_us) {
 				S->st.min_lapse_gap_us = gap;
 				S->st.min_lapse_gap_t = (double)gap /
