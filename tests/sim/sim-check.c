@@ -151,6 +151,12 @@ check_term_start(struct agent *a)
 		 * expired the old session. */
 		if (lapsed && prev->expired_at >= prev_end) {
 			S->st.expiry_takeovers++;
+			if (check_after_depose() &&
+			    prev->last_server == S->last_deposed &&
+			    (double)gap / (prev_T * 1000.0) <
+			    S->st.min_dep_gap_own)
+				S->st.min_dep_gap_own = (double)gap /
+				    (prev_T * 1000.0);
 			if ((double)gap / (prev_T * 1000.0) <
 			    S->st.min_lapse_gap_own)
 				S->st.min_lapse_gap_own = (double)gap /

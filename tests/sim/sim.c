@@ -502,6 +502,7 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->st.min_lapse_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_t = 1e9;
 	S->st.min_lapse_gap_own = 1e9;
+	S->st.min_dep_gap_own = 1e9;
 	sim_configure();
 	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms"
 	    " (%s to the agents), rates within %d ppm%s", seed, S->nservers,
@@ -631,8 +632,8 @@ wall_now(void)
 struct totals {
 	uint64_t	 seeds, failures, first_failure, overlaps;
 	double		 sim_seconds;
-	double		 min_lapse_gap_t, min_lapse_gap_own;
-	uint64_t	 min_lapse_seed, min_own_seed;
+	double		 min_lapse_gap_t, min_lapse_gap_own, min_dep_gap;
+	uint64_t	 min_lapse_seed, min_own_seed, min_dep_seed;
 	double		 max_recovery_t;
 	uint64_t	 max_recovery_seed;
 	uint64_t	 terms, steps, expiry_takeovers, flaps, flap_seeds,
@@ -655,6 +656,7 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 	memset(tot, 0, sizeof(*tot));
 	tot->min_lapse_gap_t = 1e9;
 	tot->min_lapse_gap_own = 1e9;
+	tot->min_dep_gap = 1e9;
 	for (i = 0, seed = first; count == 0 || i < count; i++, seed += stride) {
 		if (deadline > 0 && wall_now() >= deadline)
 			break;
@@ -682,6 +684,10 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		if (st.flaps > 0 && tot->flap_seeds++ == 0)
 			tot->first_flap_seed = seed;
 		tot->flaps += st.flaps;
+		if (st.min_dep_gap_own < tot->min_dep_gap) {
+			tot->min_dep_gap = st.min_dep_gap_own;
+			tot->min_dep_seed = seed;
+		}
 		if (st.min_lapse_gap_own < tot->min_lapse_gap_own) {
 			tot->min_lapse_gap_own = st.min_lapse_gap_own;
 			tot->min_own_seed = seed;
@@ -726,6 +732,10 @@ totals_add(struct totals *t, const struct totals *u)
 		t->first_flap_seed = u->first_flap_seed;
 	t->flaps += u->flaps;
 	t->flap_seeds += u->flap_seeds;
+	if (u->min_dep_gap < t->min_dep_gap) {
+		t->min_dep_gap = u->min_dep_gap;
+		t->min_dep_seed = u->min_dep_seed;
+	}
 	if (u->min_lapse_gap_own < t->min_lapse_gap_own) {
 		t->min_lapse_gap_own = u->min_lapse_gap_own;
 		t->min_own_seed = u->min_own_seed;
@@ -804,6 +814,7 @@ main(int argc, char *argv[])
 		memset(&tot, 0, sizeof(tot));
 		tot.min_lapse_gap_t = 1e9;
 		tot.min_lapse_gap_own = 1e9;
+		tot.min_dep_gap = 1e9;
 		for (j = 0; j < jobs; j++) {
 			if (pipe(pipes[j]) == -1 || (pids[j] = fork()) == -1) {
 				perror("zkelect-sim");
@@ -862,6 +873,10 @@ main(int argc, char *argv[])
 			printf("smallest gap in the old leader's own T (its "
 			    "session's smallest timeout): %.3f T' (seed %" PRIu64
 			    ")\n", tot.min_lapse_gap_own, tot.min_own_seed);
+		if (tot.min_dep_gap < 1e8)
+			printf("smallest gap after an old leader on a deposed "
+			    "ZooKeeper leader: %.3f T' (seed %" PRIu64 ")\n",
+			    tot.min_dep_gap, tot.min_dep_seed);
 		printf("slowest recovery after the last fault: %.2f T (seed %"
 		    PRIu64 ")\n", tot.max_recovery_t, tot.max_recovery_seed);
 		if (tot.depositions > 0)

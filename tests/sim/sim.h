@@ -482,7 +482,9 @@ struct sim_stats {
 	int64_t		 min_lapse_gap_us;	/* same, after the old one's lease
 						   lapsed and its session expired */
 	double		 min_lapse_gap_t;	/* that gap over T */
-	double		 min_lapse_gap_own;	/* over the old leader's own T
+	double		 min_lapse_gap_own;
+	double		 min_dep_gap_own;	/* same, for an old leader on a
+						   deposed ZooKeeper leader */	/* over the old leader's own T
 						   (its session's smallest) */
 	uint64_t	 expiry_takeovers;
 	uint64_t	 liveness_fails;	/* with --safety-only */
