@@ -19,7 +19,16 @@
  * - watches are per connection and one-shot; SetWatches re-arms them after
  *   a reconnect, firing at once for what changed after the client's zxid;
  * - a follower that hears nothing from the leader for syncLimit ticks stops
- *   serving (closes its clients) until it has rejoined and resynced.
+ *   serving (closes its clients) until it has rejoined and resynced;
+ * - with --shape deposed, the leader is cut off from the quorum (or fails):
+ *   once a quorum of voters looks, one of them leads after an election and
+ *   its session tracker starts afresh (every live session expires at
+ *   roundUp(its start + the session's creation timeout)); the old one
+ *   serves reads and syncs, never writes, until a tick after that;
+ * - with --shape shrink a server may have a lower maxSessionTimeout, and a
+ *   revalidation touches with the timeout negotiated on its connection;
+ * - with --shape relay observers report touches through an ObserverMaster
+ *   follower, a report later, lost if it is not serving.
  * The tree is the election node and its children: all the agents use.
  */
 #include <stdio.h>
