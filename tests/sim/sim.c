@@ -476,7 +476,7 @@ sim_free_queue(void)
 static bool	 opt_completions_first;
 static unsigned	 opt_shapes;
 static bool	 opt_safety_only;
-static bool	 last_overlap, last_overlap_dep;
+static bool	 last_overlap, last_overlap_dep, last_tick_known;
 
 static bool
 sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
@@ -540,6 +540,7 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	failed = S->failed;
 	last_overlap = S->overlap;
 	last_overlap_dep = S->overlap_dep;
+	last_tick_known = S->tick_known;
 	if (failed && !verbose)
 		printf("seed %" PRIu64 ": FAIL at %.6f s: %s\n", seed,
 		    (double)S->fail_at / 1e6, S->failure);
@@ -640,6 +641,7 @@ struct totals {
 			 first_flap_seed;
 	uint64_t	 margin_fails, margin_seeds, first_margin_seed;
 	uint64_t	 liveness_fails;
+	uint64_t	 flaps_tick_known, seeds_tick_known;
 	uint64_t	 depositions, depositions_under, dep_margin_fails,
 			 dep_overlaps;
 };
@@ -674,6 +676,10 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		tot->expiry_takeovers += st.expiry_takeovers;
 		tot->depositions += st.depositions;
 		tot->liveness_fails += st.liveness_fails;
+		if (last_tick_known) {
+			tot->seeds_tick_known++;
+			tot->flaps_tick_known += st.flaps;
+		}
 		tot->depositions_under += st.depositions_under;
 		tot->dep_margin_fails += st.dep_margin_fails;
 		if (last_overlap && last_overlap_dep)
@@ -719,6 +725,8 @@ totals_add(struct totals *t, const struct totals *u)
 	t->expiry_takeovers += u->expiry_takeovers;
 	t->depositions += u->depositions;
 	t->liveness_fails += u->liveness_fails;
+	t->seeds_tick_known += u->seeds_tick_known;
+	t->flaps_tick_known += u->flaps_tick_known;
 	t->depositions_under += u->depositions_under;
 	t->dep_margin_fails += u->dep_margin_fails;
 	t->dep_overlaps += u->dep_overlaps;
@@ -900,6 +908,12 @@ main(int argc, char *argv[])
 			printf("terms lost to a lapse while connected: %" PRIu64
 			    " in %" PRIu64 " seeds (first seed %" PRIu64 ")\n",
 			    tot.flaps, tot.flap_seeds, tot.first_flap_seed);
+		if (tot.flaps > 0)
+			printf("  %" PRIu64 " of them in the %" PRIu64 " seeds that "
+			    "gave the agents tickTime, %" PRIu64 " in the %" PRIu64
+			    " that did not\n", tot.flaps_tick_known,
+			    tot.seeds_tick_known, tot.flaps - tot.flaps_tick_known,
+			    tot.seeds - tot.seeds_tick_known);
 	}
 	if (expect_margin) {
 		printf("%" PRIu64 " seed%s closer than the margin or with two "
