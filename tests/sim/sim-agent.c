@@ -145,6 +145,7 @@ agent_run_cb(void *p, uint64_t incarnation)
 		ev.hold_ms = m->hold_ms;
 		ev.sent = m->sent;
 		ev.deleted = m->deleted;
+		ev.server = m->server;
 		agent_feed(a, &ev);
 		inmsg_free(m);
 	}
@@ -201,6 +202,32 @@ driver_session(struct handle *h, enum election_session state)
 		m->sent = h->opened_ms;		/* zk_apply: zk->opened */
 	}
 	agent_push(driver_agent(h), m);
+}
+
+/* zk.c asks the server it connected to what it is (the srvr four-letter
+ * word, a round trip on a connection of its own) and reports EV_SERVER
+ * for that connection only. */
+static void
+driver_srvr_cb(void *p, uint64_t conn_id)
+{
+	struct handle *h = p;
+	struct inmsg *m;
+
+	if (h->state != HS_CONNECTED || h->conn == NULL ||
+	    h->conn->id != conn_id || !h->connected ||
+	    driver_agent(h)->h != h)
+		return;
+	m = inmsg_new(h->id, EV_SERVER);
+	m->server = S->servers[h->conn->server].observer ? SERVER_OBSERVER :
+	    SERVER_VOTING;
+	agent_push(driver_agent(h), m);
+}
+
+void
+driver_connected(struct handle *h)
+{
+	sim_at(S->now + net_delay() + net_delay(), driver_srvr_cb, h,
+	    h->conn->id);
 }
 
 void
@@ -393,8 +420,10 @@ agent_exit(struct agent *a)
 	agent_clear_inbox(a);
 	a->paused = false;
 	a->stopping = false;
-	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER)
+	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER) {
 		a->lead_end = S->now;
+		a->lead_T_ms = a->e.timeout_ms;
+	}
 	fault_heal_at(S->now + a->restart_after);
 	sim_at(S->now + a->restart_after, agent_restart_cb, a, a->incarnation);
 }
@@ -534,12 +563,33 @@ static const char *
 event_name(enum election_event_type t)
 {
 	static const char *const names[] = {
-		"session", "parent_created", "created", "children", "pred_set",
-		"pred_changed", "owner", "claimed", "renewed", "claim_data",
-		"claim_changed", "successor_data", "released",
-		"children_changed", "self_set", "self_changed", "tick", "resign",
-		"stop", "notified",
+		[EV_SESSION] = "session",
+		[EV_PARENT_CREATED] = "parent_created",
+		[EV_CREATED] = "created",
+		[EV_CHILDREN] = "children",
+		[EV_PRED_SET] = "pred_set",
+		[EV_PRED_CHANGED] = "pred_changed",
+		[EV_OWNER] = "owner",
+		[EV_CLAIMED] = "claimed",
+		[EV_RENEWED] = "renewed",
+		[EV_CLAIM_DATA] = "claim_data",
+		[EV_CLAIM_CHANGED] = "claim_changed",
+		[EV_SUCCESSOR_DATA] = "successor_data",
+		[EV_RELEASED] = "released",
+		[EV_AHEAD_CHECKED] = "ahead_checked",
+		[EV_CHILDREN_CHANGED] = "children_changed",
+		[EV_SELF_SET] = "self_set",
+		[EV_SELF_CHANGED] = "self_changed",
+		[EV_TICK] = "tick",
+		[EV_RESIGN] = "resign",
+		[EV_STOP] = "stop",
+		[EV_NOTIFIED] = "notified",
+		[EV_SERVER] = "server",
 	};
+
+	if ((unsigned)t >= sizeof(names) / sizeof(names[0]) ||
+	    names[t] == NULL)
+		return "?";
 	return names[t];
 }
 
@@ -660,6 +710,7 @@ agent_start(struct agent *a)
 		a->e.renew_div = 3;
 		a->e.lease_naive = true;
 	}
+	a->e.tick_ms = S->tick_known ? S->tick_ms : 0;
 	a->e.uuid_gen = agent_uuid;
 	a->e.uuid_arg = a;
 	sim_trace("%s: starts (incarnation %" PRIu64 ")", a->id,
@@ -742,8 +793,10 @@ agent_crash(struct agent *a, stime restart_after)
 		return;
 	sim_trace("%s: CRASHES (restart in %" PRIu64 " ms)", a->id,
 	    restart_after / 1000);
-	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER)
+	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER) {
 		a->lead_end = S->now;
+		a->lead_T_ms = a->e.timeout_ms;
+	}
 	client_close(a->h, false);
 	a->running = false;
 	a->paused = false;

@@ -46,13 +46,19 @@ check_lapse_at(const struct agent *a, uint64_t deadline_ms)
  * a clock that may run slow by the rate bound; allow that, and 5 ms for
  * the network's jitter around the followers' reports.
  */
-static int64_t
-check_margin(void)
+/* Within 6T of the ZooKeeper leader's deposition (--shape deposed). */
+static bool
+check_after_depose(void)
 {
-	double rho = (double)S->drift_ppm / 1e6;
+	return S->last_depose_at != 0 && S->now - S->last_depose_at < 6 * S->T;
+}
 
-	return (int64_t)((double)S->T / 6 - (double)S->T * 5 / 6 * rho /
-	    (1 - rho)) - 5000;
+static int64_t
+check_margin(int T_ms)
+{
+	double rho = (double)S->drift_ppm / 1e6, T = (double)T_ms * 1000;
+
+	return (int64_t)(T / 6 - T * 5 / 6 * rho / (1 - rho)) - 5000;
 }
 
 static void
@@ -63,11 +69,16 @@ check_term_start(struct agent *a)
 	const struct agent *b, *prev = NULL;
 	stime end, prev_end = 0;
 	bool lapsed = false;
+	int prev_T = S->T_ms;
 	int i;
 
 	S->st.terms++;
 	sim_trace("%s: LEADS, epoch 0x%" PRIx64 ", lease until %" PRIu64
 	    " (now %" PRIu64 ")", a->id, e->epoch, e->lease_deadline, e->now);
+	if (a->only_observers)
+		sim_fail("%s leads, though it can reach observers only (now on "
+		    "s%d)", a->id, a->h != NULL && a->h->conn != NULL ?
+		    a->h->conn->server : -1);
 	if (e->now < a->hold_until)
 		sim_fail("%s leads during its resign hold (until %" PRIu64
 		    ", now %" PRIu64 ")", a->id, a->hold_until, e->now);
@@ -121,11 +132,13 @@ check_term_start(struct agent *a)
 				prev_end = end;
 				prev = b;
 				lapsed = true;
+				prev_T = b->e.timeout_ms;
 			}
 		} else if (b->lead_end != 0 && b->lead_end >= prev_end) {
 			prev_end = b->lead_end;
 			prev = b;
 			lapsed = b->end_lapsed;	/* ended by its lease */
+			prev_T = b->lead_T_ms;
 		}
 	}
 	if (prev != NULL) {
@@ -138,18 +151,47 @@ check_term_start(struct agent *a)
 		 * expired the old session. */
 		if (lapsed && prev->expired_at >= prev_end) {
 			S->st.expiry_takeovers++;
+			if (check_after_depose() &&
+			    prev->last_server == S->last_deposed &&
+			    (double)gap / (prev_T * 1000.0) <
+			    S->st.min_dep_gap_own)
+				S->st.min_dep_gap_own = (double)gap /
+				    (prev_T * 1000.0);
+			if ((double)gap / (prev_T * 1000.0) <
+			    S->st.min_lapse_gap_own)
+				S->st.min_lapse_gap_own = (double)gap /
+				    (prev_T * 1000.0);
 			if (gap < S->st.min_lapse_gap_us) {
 				S->st.min_lapse_gap_us = gap;
 				S->st.min_lapse_gap_t = (double)gap /
 				    (double)S->T;
 			}
-			if (!S->legacy && gap < check_margin())
-				sim_fail("%s leads %.1f ms after %s's lease ended "
-				    "and its session expired: the margin is %.3f T,"
-				    " not T/6 less the clock-rate allowance (%.3f T)",
-				    a->id, (double)gap / 1000, prev->id,
-				    (double)gap / (double)S->T,
-				    (double)check_margin() / (double)S->T);
+			/* The margin is the old lease's own T/6: T is the
+			 * smallest timeout its session had (--shape shrink);
+			 * the legacy lease is only counted. */
+			if (gap < check_margin(prev_T)) {
+				S->st.margin_fails++;
+				/* ... on the deposed leader, lately */
+				if (prev_T != S->T_ms)
+					S->st.shrunk_margin_fails++;
+				if (check_after_depose() &&
+				    prev->last_server == S->last_deposed)
+					S->st.dep_margin_fails++;
+				if (S->legacy)
+					sim_trace("MARGIN: %s leads %.1f ms after "
+					    "%s's lease ended", a->id,
+					    (double)gap / 1000, prev->id);
+				else
+					sim_fail("%s leads %.1f ms after %s's lease"
+					    " ended and its session expired: the "
+					    "margin is %.3f T, not T/6 less the "
+					    "clock-rate allowance (%.3f T, T = %d "
+					    "ms)", a->id, (double)gap / 1000,
+					    prev->id, (double)gap / (double)
+					    (prev_T * 1000), (double)check_margin(
+					    prev_T) / (double)(prev_T * 1000),
+					    prev_T);
+			}
 		}
 		sim_trace("%s: %s %" PRIu64 " us after %s's last is_leader",
 		    a->id, "leads", (uint64_t)gap, prev->id);
@@ -167,8 +209,10 @@ check_note_leaders(void)
 			l[n++] = &S->agents[i];
 	if (n > 0 && S->first_lead_after_heal < S->last_heal)
 		S->first_lead_after_heal = S->now;
-	if (n >= 2 && !S->failed)
+	if (n >= 2 && !S->failed) {
 		S->overlap = true;
+		S->overlap_dep = check_after_depose();
+	}
 	if (n >= 2)
 		sim_fail("two leaders at once: %s (epoch 0x%" PRIx64 ", lease "
 		    "until %" PRIu64 ", its clock %" PRIu64 ") and %s (epoch 0x%"
@@ -203,6 +247,7 @@ check_step(struct agent *a, const struct election *before,
 		stime lapse = check_lapse_at(a, before->lease_deadline);
 
 		a->end_lapsed = lapse <= S->now;
+		a->lead_T_ms = before->timeout_ms;
 		a->lead_end = a->end_lapsed ? lapse : S->now;
 		/* Lost to a lapse though connected and running: the renewals
 		 * did not keep the lease up (an availability wart). */
@@ -222,6 +267,12 @@ check_step(struct agent *a, const struct election *before,
 
 		if (x->type == ACT_NOTIFY && x->wait)
 			telling = true;
+		/* Every loss of leadership waits for the app (EV_NOTIFIED,
+		 * which the driver sends for every waiting notify). */
+		if (x->type == ACT_NOTIFY && x->from == ELECTION_LEADER &&
+		    !x->wait)
+			sim_fail("%s: a loss of leadership (%s) that does not wait "
+			    "for the app", a->id, x->reason);
 		/* An exit lets the node go if the session still holds it
 		 * (the handle's close ends the session). */
 		if (telling && (x->type == ACT_RELEASE || (x->type == ACT_EXIT &&
@@ -289,9 +340,34 @@ check_liveness_cb(void *p, uint64_t arg)
 		sim_at(deadline, check_liveness_cb, NULL, 0);
 		return;
 	}
-	sim_fail("nobody leads %.3f s after the last fault healed (at %.6f s;"
-	    " bound 3T + 2 ticks + %d ms)", (double)check_bound() / 1e6,
-	    (double)S->last_heal / 1e6, BACKOFF_MAX_MS);
+	{
+		char who[512];
+		int off = 0;
+
+		/* Where each agent stands, and on what kind of server. */
+		who[0] = '\0';
+		for (i = 0; i < S->nagents && off < (int)sizeof(who) - 64; i++) {
+			const struct agent *b = &S->agents[i];
+			int sv = b->h != NULL && b->h->conn != NULL ?
+			    b->h->conn->server : -1;
+
+			off += snprintf(who + off, sizeof(who) - (size_t)off,
+			    " %s:%s@s%d%s%s", b->id,
+			    election_phase_name(b->e.phase), sv,
+			    sv >= 0 && S->servers[sv].observer ? "(observer)" : "",
+			    b->only_observers ? "[observers only]" : "");
+		}
+		if (S->safety_only) {
+			S->st.liveness_fails++;
+			sim_trace("LIVENESS: nobody leads:%s", who);
+			S->stop = true;
+			return;
+		}
+		sim_fail("nobody leads %.3f s after the last fault healed (at "
+		    "%.6f s; bound 3T + 2 ticks + %d ms):%s",
+		    (double)check_bound() / 1e6, (double)S->last_heal / 1e6,
+		    BACKOFF_MAX_MS, who);
+	}
 }
 
 static void
@@ -309,6 +385,11 @@ check_final_cb(void *p, uint64_t arg)
 	for (i = 0; i < S->nagents; i++)
 		if (check_leads(&S->agents[i]))
 			n++;
+	if (n != 1 && S->safety_only) {
+		S->st.liveness_fails++;
+		S->stop = true;
+		return;
+	}
 	if (n != 1)
 		sim_fail("%d leaders at the end of the run", n);
 	/* No node left behind: each belongs to a running agent's session

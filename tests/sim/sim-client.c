@@ -429,10 +429,12 @@ client_recv(struct conn *c, struct msg *m)
 		h->connected = true;
 		h->state = HS_CONNECTED;
 		h->reconfig = false;
+		S->agents[h->agent].last_server = c->server;
 		sim_trace("a%d: connected to s%d, session 0x%llx", h->agent,
 		    c->server, (unsigned long long)h->session_id);
 		client_set_watches(h);
 		driver_session(h, SESSION_CONNECTED);
+		driver_connected(h);
 		for (q = h->out; q != NULL && h->conn == c; q = q->next)
 			if (!q->sent)
 				client_send(h, q);

@@ -6,8 +6,9 @@
  * renewal to the leading agent (the worst case of
  * doc/design.md, "The lease"), a reply lost after the server
  * applied the request. The three scenarios of issue 14 are in the mix.
- * The ensemble keeps a quorum: at most (n-1)/2 followers are impaired at a
- * time, and the ZooKeeper leader itself is never stopped.
+ * The ensemble keeps a quorum: at most (n-1)/2 voting followers are
+ * impaired at a time; the ZooKeeper leader is never stopped, but with
+ * --shape deposed it is cut off from the quorum (or fails) and replaced.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ enum fault_kind {
 	F_PAUSE, F_PART_AGENT, F_PART_FOLLOWER, F_STOP_FOLLOWER, F_WORST,
 	F_LOSE_REPLY, F_DROP_CONN, F_LAG, F_RESIGN, F_STOP, F_CRASH,
 	F_ISOLATE, F_RESIGN_UNRESOLVED, F_STOP_RECONNECT, F_LAGGING_CREATE,
-	F_WORST_DELAYED, F_KINDS,
+	F_WORST_DELAYED, F_DEPOSE, F_KINDS,
 };
 
 static const char *const fault_names[] = {
@@ -28,13 +29,25 @@ static const char *const fault_names[] = {
 	"worst case", "lose reply", "drop connection", "lag", "resign", "stop",
 	"crash", "isolate", "resign with create unresolved",
 	"stop then reconnect", "lost create through a lagging server",
-	"worst case after a short cut",
+	"worst case after a short cut", "the ZooKeeper leader deposed",
 };
 
 /* How often each kind is drawn, out of the sum. */
 static const unsigned fault_weights[F_KINDS] = {
 	10, 8, 6, 6, 12, 8, 6, 5, 8, 5, 4, 4, 4, 4, 4, 6,
+	0,	/* F_DEPOSE: 10 with --shape deposed */
 };
+
+static unsigned
+fault_weight(unsigned k)
+{
+	if (k == F_DEPOSE && (S->shapes & SHAPE_DEPOSED))
+		return 10;
+	/* Mixed limits: a new leader restores the creation timeout. */
+	if (k == F_DEPOSE && (S->shapes & SHAPE_SHRINK))
+		return 5;
+	return fault_weights[k];
+}
 
 struct lose_arm {
 	stime		 until;
@@ -108,20 +121,39 @@ fault_pick_candidate(bool leader_first)
 	    NULL;
 }
 
+static bool
+fault_impaired(int i)
+{
+	return F.busy_until[i] > S->now || S->servers[i].stopped ||
+	    S->servers[i].part_leader || !S->servers[i].serving ||
+	    S->servers[i].deposed;
+}
+
+/* Voting followers impaired now (observers do not count for the quorum). */
+static int
+fault_busy_voters(int except)
+{
+	int i, busy = 0;
+
+	for (i = 0; i < S->nservers; i++)
+		if (i != zk_leader() && i != except &&
+		    !S->servers[i].observer && fault_impaired(i))
+			busy++;
+	return busy;
+}
+
 /* A follower that may be impaired until `until` without losing quorum. */
 static int
 fault_pick_follower(stime until)
 {
-	int i, busy = 0, n = 0, pick[SIM_SERVERS_MAX];
+	int i, n = 0, pick[SIM_SERVERS_MAX];
 
-	for (i = 1; i < S->nservers; i++) {
-		if (F.busy_until[i] > S->now || S->servers[i].stopped ||
-		    S->servers[i].part_leader || !S->servers[i].serving)
-			busy++;
-		else
+	if (zk_leaderless())
+		return -1;
+	for (i = 0; i < S->nservers; i++)
+		if (i != zk_leader() && !fault_impaired(i))
 			pick[n++] = i;
-	}
-	if (n == 0 || busy >= (S->nservers - 1) / 2)
+	if (n == 0 || fault_busy_voters(-1) >= (S->nvoters - 1) / 2)
 		return -1;
 	i = pick[sim_below((uint64_t)n)];
 	/* It rejoins up to half a second after the fault ends. */
@@ -132,14 +164,10 @@ fault_pick_follower(stime until)
 static bool
 fault_follower_free(int s, stime until)
 {
-	int i, busy = 0;
-
-	for (i = 1; i < S->nservers; i++)
-		if (i != s && (F.busy_until[i] > S->now || S->servers[i].stopped ||
-		    S->servers[i].part_leader || !S->servers[i].serving))
-			busy++;
-	if (s == 0 || busy >= (S->nservers - 1) / 2 || F.busy_until[s] > S->now ||
-	    S->servers[s].stopped || S->servers[s].part_leader)
+	if (s == zk_leader() || zk_leaderless() || S->servers[s].deposed ||
+	    fault_busy_voters(s) >= (S->nvoters - 1) / 2 ||
+	    F.busy_until[s] > S->now || S->servers[s].stopped ||
+	    S->servers[s].part_leader)
 		return false;
 	F.busy_until[s] = until + 600000;
 	return true;
@@ -396,7 +424,8 @@ fault_fire_cb(void *p, uint64_t kind)
 			    S->agents[i].e.role == ELECTION_LEADER)
 				a = &S->agents[i];
 		if (a == NULL || a->h == NULL || a->h->conn == NULL ||
-		    (s = a->h->conn->server) == 0)
+		    (s = a->h->conn->server) == zk_leader() ||
+		    S->servers[s].deposed)
 			break;
 		d = sim_range(S->T / 12, S->T / 6 - S->T / 60);
 		fault_partition(a->idx, s, d);
@@ -406,6 +435,22 @@ fault_fire_cb(void *p, uint64_t kind)
 		F.worst_skip = 1;
 		fault_heal_at(F.worst_until);
 		break;
+	case F_DEPOSE: {
+		/* The ZooKeeper leader is cut off from the quorum (or, one
+		 * time in four, fails) while every voter is well: the others
+		 * elect a new leader after syncLimit ticks and an election. */
+		stime limit = (stime)S->sync_limit * S->tick;
+
+		if (zk_leaderless() || fault_busy_voters(-1) > 0)
+			break;
+		d = limit + 3 * S->tick + 600000 + sim_range(0, 2 * S->T);
+		for (i = 0; i < S->nservers; i++)
+			if (F.busy_until[i] < S->now + d + 600000)
+				F.busy_until[i] = S->now + d + 600000;
+		zk_depose(d, sim_chance(25));
+		fault_heal_at(S->now + d + 600000);
+		break;
+	}
 	case F_KINDS:
 		break;
 	}
@@ -439,7 +484,8 @@ fault_stop_after_reply(struct conn *c, const struct zreq *r)
 	stime d = F.worst_for;
 	int i;
 
-	if (F.worst_until < S->now || c->server == 0 || r->kind != K_RENEW ||
+	if (F.worst_until < S->now || c->server == zk_leader() ||
+	    S->servers[c->server].deposed || r->kind != K_RENEW ||
 	    r->sub != 2 || a->e.role != ELECTION_LEADER ||
 	    S->part_as[c->agent][c->server])
 		return false;
@@ -471,7 +517,7 @@ fault_plan(void)
 
 	memset(&F, 0, sizeof(F));
 	for (k = 0; k < F_KINDS; k++)
-		total += fault_weights[k];
+		total += fault_weight(k);
 	n = (unsigned)sim_range(5, 25);
 	for (i = 0; i < n; i++) {
 		t = start + sim_below(window);
@@ -479,8 +525,8 @@ fault_plan(void)
 			k = (unsigned)S->fault_mix;
 		else {
 			r = (unsigned)sim_below(total);
-			for (k = 0; r >= fault_weights[k]; k++)
-				r -= fault_weights[k];
+			for (k = 0; r >= fault_weight(k); k++)
+				r -= fault_weight(k);
 		}
 		sim_at(t, fault_fire_cb, NULL, k);
 	}

@@ -19,7 +19,16 @@
  * - watches are per connection and one-shot; SetWatches re-arms them after
  *   a reconnect, firing at once for what changed after the client's zxid;
  * - a follower that hears nothing from the leader for syncLimit ticks stops
- *   serving (closes its clients) until it has rejoined and resynced.
+ *   serving (closes its clients) until it has rejoined and resynced;
+ * - with --shape deposed, the leader is cut off from the quorum (or fails):
+ *   once a quorum of voters looks, one of them leads after an election and
+ *   its session tracker starts afresh (every live session expires at
+ *   roundUp(its start + the session's creation timeout)); the old one
+ *   serves reads and syncs, never writes, until a tick after that;
+ * - with --shape shrink a server may have a lower maxSessionTimeout, and a
+ *   revalidation touches with the timeout negotiated on its connection;
+ * - with --shape relay observers report touches through an ObserverMaster
+ *   follower, a report later, lost if it is not serving.
  * The tree is the election node and its children: all the agents use.
  */
 #include <stdio.h>
@@ -37,17 +46,33 @@
 static void	zk_pump(struct conn *);
 static void	zk_apply_run(int);
 static void	zk_apply_txn(int, struct txn *);
+static void	zk_relay_cb(void *, uint64_t);
+static void	zk_maybe_elect(void);
 
+/* The ZooKeeper leader, serving as one (not deposed, not in an election). */
 static bool
 zk_is_leader(int s)
 {
-	return s == 0;
+	return s == S->leader && !S->leaderless;
+}
+
+int
+zk_leader(void)
+{
+	return S->leader;
+}
+
+bool
+zk_leaderless(void)
+{
+	return S->leaderless;
 }
 
 static bool
 zk_serving(int s)
 {
-	return s == 0 || S->servers[s].serving;
+	return zk_is_leader(s) || S->servers[s].serving ||
+	    S->servers[s].deposed;
 }
 
 static stime
@@ -59,7 +84,7 @@ zk_round_up(stime t)
 const struct ztree *
 zk_truth(void)
 {
-	return &S->servers[0].tree;
+	return &S->servers[S->leader].tree;
 }
 
 struct txn *
@@ -359,13 +384,23 @@ zk_touch_at_leader(int64_t id)
 		z->expiry = zk_round_up(S->now + (stime)z->timeout_ms * 1000);
 }
 
+/*
+ * A reconnect: the ZooKeeper leader touches the session with the timeout
+ * negotiated on the new connection (touchSession(id, to)), and later
+ * touches use it too (--shape shrink makes it differ from the last).
+ */
 static bool
-zk_revalidate(int64_t id, int origin)
+zk_revalidate(int64_t id, int origin, int timeout_ms)
 {
 	struct zsession *z = zk_session(id);
 
 	if (z == NULL || z->closing)
 		return false;
+	if (z->timeout_ms != timeout_ms)
+		sim_trace("zk: session 0x%llx of a%d now has timeout %d ms "
+		    "(was %d)", (unsigned long long)id, z->agent, timeout_ms,
+		    z->timeout_ms);
+	z->timeout_ms = timeout_ms;
 	zk_touch_at_leader(id);
 	z->owner = origin;
 	return true;
@@ -377,13 +412,16 @@ zk_leader_commit_cb(void *p, uint64_t zxid)
 	struct txn *t = zk_txn((int64_t)zxid);
 	struct syncw *w;
 	struct msg *m;
-	int f;
+	int f, L = S->leader;
 
+	/* No leader: a new one commits what the quorum logged (zk_elected). */
+	if (S->leaderless || t->zxid <= S->committed)
+		return;
 	/* The leader applies at commit, then tells the followers. */
 	S->committed = t->zxid;
-	zk_apply_txn(0, t);
-	for (f = 1; f < S->nservers; f++) {
-		if (!S->servers[f].in_quorum)
+	zk_apply_txn(L, t);
+	for (f = 0; f < S->nservers; f++) {
+		if (f == L || !S->servers[f].in_quorum)
 			continue;
 		m = msg_new(M_COMMIT);
 		m->incarnation = S->servers[f].incarnation;
@@ -392,7 +430,7 @@ zk_leader_commit_cb(void *p, uint64_t zxid)
 	}
 	while ((w = t->syncs) != NULL) {
 		t->syncs = w->next;
-		if (w->server == 0) {
+		if (w->server == L) {
 			struct sreq *r;
 
 			for (r = w->conn->q_head; r != NULL; r = r->next)
@@ -462,7 +500,7 @@ zk_new_session(int origin, struct conn *c, int timeout_ms)
 	z = &S->sessions[S->nsessions++];
 	memset(z, 0, sizeof(*z));
 	z->id = S->next_session++;
-	z->timeout_ms = timeout_ms;
+	z->timeout_ms = z->create_timeout_ms = timeout_ms;
 	z->expiry = zk_round_up(S->now + (stime)timeout_ms * 1000);
 	z->owner = origin;
 	z->agent = c->agent;
@@ -524,7 +562,7 @@ zk_expiry_cb(void *p, uint64_t a)
 	struct agent *ag;
 	int i;
 
-	for (i = 0; i < S->nsessions; i++)
+	for (i = 0; i < S->nsessions && !S->leaderless; i++)
 		if (!S->sessions[i].closing && S->sessions[i].expiry <= S->now) {
 			ag = &S->agents[S->sessions[i].agent];
 			if (ag->h != NULL && ag->h->session_id == S->sessions[i].id)
@@ -575,6 +613,8 @@ zk_prep(int origin, struct conn *c, uint64_t req_id, int64_t session,
 		memcpy(t->ops[i].data, r->op[i].data, (size_t)r->op[i].datalen);
 		t->ops[i].datalen = r->op[i].datalen;
 	}
+	if (z != NULL && !z->closing && z->owner == -1)
+		z->owner = origin;	/* checkSession: the first claims it */
 	if (z == NULL || z->closing)
 		rc = ZSESSIONEXPIRED;
 	else if (z->owner != origin)
@@ -676,7 +716,7 @@ zk_sync_done(int origin, struct conn *c, uint64_t req_id)
 		last->syncs = w;
 		return;
 	}
-	if (origin == 0) {
+	if (origin == S->leader) {
 		struct sreq *r;
 
 		for (r = c->q_head; r != NULL; r = r->next)
@@ -984,8 +1024,8 @@ zk_touch(int s, int64_t session)
 	struct server *sv = &S->servers[s];
 	int i;
 
-	if (session == 0)
-		return;
+	if (session == 0 || sv->deposed)
+		return;		/* a deposed leader's touches are lost */
 	if (zk_is_leader(s)) {
 		zk_touch_at_leader(session);
 		return;
@@ -1016,13 +1056,17 @@ zk_connect(struct server *sv, struct conn *c, const struct msg *m)
 		return;
 	}
 	c->server_open = true;
+	/* minSessionTimeout 2 ticks, maxSessionTimeout 20 ticks or this
+	 * server's own (--shape shrink), as ZooKeeperServer negotiates. */
 	if (timeout < 2 * S->tick_ms)
 		timeout = 2 * S->tick_ms;
-	if (timeout > 20 * S->tick_ms)
-		timeout = 20 * S->tick_ms;
+	if (timeout > sv->max_timeout_ms)
+		timeout = sv->max_timeout_ms;
 	if (m->session == 0) {
 		if (zk_is_leader(s))
-			zk_new_session(0, c, timeout);
+			zk_new_session(s, c, timeout);
+		else if (sv->deposed)
+			return;		/* createSession never commits */
 		else {
 			f = msg_new(M_NEWSESSION);
 			f->incarnation = sv->incarnation;
@@ -1039,7 +1083,16 @@ zk_connect(struct server *sv, struct conn *c, const struct msg *m)
 			zk_server_close_conn(o, true);
 	c->session = m->session;
 	if (zk_is_leader(s)) {
-		zk_connected(c, m->session, zk_revalidate(m->session, 0), timeout);
+		zk_connected(c, m->session, zk_revalidate(m->session, s,
+		    timeout), timeout);
+		return;
+	}
+	if (sv->deposed) {
+		/* It still thinks it leads: revalidates in its own tracker,
+		 * which nobody will read again. */
+		struct zsession *z = zk_session(m->session);
+
+		zk_connected(c, m->session, z != NULL && !z->closing, timeout);
 		return;
 	}
 	f = msg_new(M_REVALIDATE);
@@ -1082,9 +1135,22 @@ zk_server_recv(struct conn *c, struct msg *m)
 		if (zk_is_write(m->req.type) || m->req.type == ZOP_SYNC) {
 			if (zk_is_leader(sv->idx)) {
 				if (m->req.type == ZOP_SYNC)
-					zk_sync_done(0, c, r->id);
+					zk_sync_done(sv->idx, c, r->id);
 				else
-					zk_prep(0, c, r->id, c->session, &m->req);
+					zk_prep(sv->idx, c, r->id, c->session,
+					    &m->req);
+			} else if (sv->deposed) {
+				/* Leader.processSync answers at once when no
+				 * proposal is outstanding; a proposal now never
+				 * commits, nor does anything behind it. */
+				if (m->req.type == ZOP_SYNC && !sv->dep_hang)
+					r->done = true;
+				else if (m->req.type != ZOP_SYNC) {
+					sv->dep_hang = true;
+					sim_trace("zk s%d (deposed): a%d's %s "
+					    "will never commit", sv->idx,
+					    c->agent, zop_name(m->req.type));
+				}
 			} else {
 				f = msg_new(M_FORWARD);
 				f->incarnation = sv->incarnation;
@@ -1125,6 +1191,24 @@ zk_follower_recv(int s, struct msg *m)
 		 * last answer. */
 		ack = msg_new(M_PING_ACK);
 		ack->incarnation = sv->incarnation;
+		if (sv->observer && sv->ntouched > 0) {
+			/* An observer reports to its ObserverMaster, which
+			 * reports in its own next answer to the leader. */
+			struct msg *rl = msg_new(M_PING_ACK);
+			int mi = sv->master;
+
+			rl->wtype = mi;
+			rl->incarnation = S->servers[mi].incarnation;
+			rl->nsessions = sv->ntouched;
+			rl->sessions = malloc((size_t)sv->ntouched *
+			    sizeof(int64_t));
+			if (rl->sessions == NULL)
+				abort();
+			memcpy(rl->sessions, sv->touched, (size_t)sv->ntouched *
+			    sizeof(int64_t));
+			sv->ntouched = 0;
+			sim_at_msg(S->now + net_delay(), zk_relay_cb, rl);
+		}
 		ack->nsessions = sv->ntouched;
 		if (sv->ntouched > 0) {
 			ack->sessions = malloc((size_t)sv->ntouched *
@@ -1180,7 +1264,7 @@ zk_leader_recv(int s, struct msg *m)
 		r->conn = m->conn;
 		r->session = m->session;
 		r->timeout_ms = m->timeout_ms;
-		r->valid = zk_revalidate(m->session, s);
+		r->valid = zk_revalidate(m->session, s, m->timeout_ms);
 		chan_send(&sv->l2f, r);
 		break;
 	case M_PING_ACK:
@@ -1192,6 +1276,27 @@ zk_leader_recv(int s, struct msg *m)
 		abort();
 	}
 	msg_free(m);
+}
+
+/* An observer's touches reach its ObserverMaster, which reports them in
+ * its next answer to the leader; lost if it is not serving then. */
+static void
+zk_relay_cb(void *p, uint64_t a)
+{
+	struct msg *m = p;
+	struct server *mv = &S->servers[m->wtype];
+	int i;
+
+	if (zk_is_leader(m->wtype))
+		for (i = 0; i < m->nsessions; i++)
+			zk_touch_at_leader(m->sessions[i]);
+	else if (mv->stopped || !mv->serving || mv->deposed ||
+	    mv->incarnation != (uint64_t)m->incarnation)
+		sim_trace("zk s%d: %d touches relayed from an observer are "
+		    "LOST", m->wtype, m->nsessions);
+	else
+		for (i = 0; i < m->nsessions; i++)
+			zk_touch(m->wtype, m->sessions[i]);
 }
 
 /* --- Followers leaving and rejoining the quorum --- */
@@ -1220,11 +1325,12 @@ zk_rejoin_cb(void *p, uint64_t s)
 	struct server *sv = &S->servers[s];
 
 	sv->rejoining = false;
-	if (sv->stopped || sv->part_leader || sv->serving)
+	if (sv->stopped || sv->part_leader || sv->serving || sv->deposed ||
+	    S->leaderless)
 		return;
 	sv->incarnation++;
-	sv->tree = S->servers[0].tree;
-	sv->applied = S->servers[0].applied;
+	sv->tree = S->servers[S->leader].tree;
+	sv->applied = S->servers[S->leader].applied;
 	sv->serving = sv->in_quorum = true;
 	sv->heard = sv->acked = S->now;
 	sv->ntouched = 0;
@@ -1243,9 +1349,11 @@ zk_ping_cb(void *p, uint64_t a)
 	struct msg *m;
 	int f;
 
-	for (f = 1; f < S->nservers; f++) {
+	for (f = 0; f < S->nservers; f++) {
 		sv = &S->servers[f];
-		if (sv->in_quorum) {
+		if (f == S->leader || sv->deposed)
+			continue;
+		if (sv->in_quorum && !S->leaderless) {
 			if (S->now - sv->acked > limit) {
 				sim_trace("zk: the leader drops s%d", f);
 				sv->in_quorum = false;
@@ -1258,12 +1366,14 @@ zk_ping_cb(void *p, uint64_t a)
 		if (!sv->stopped && sv->serving && S->now - sv->heard > limit)
 			zk_go_looking(f);
 		if (!sv->stopped && !sv->serving && !sv->part_leader &&
-		    !sv->rejoining) {
+		    !sv->rejoining && !S->leaderless) {
 			sv->rejoining = true;
 			sim_at(S->now + sim_range(50000, 500000), zk_rejoin_cb,
 			    NULL, (uint64_t)f);
 		}
 	}
+	if (S->leaderless && !S->electing)
+		zk_maybe_elect();
 	sim_at(S->now + S->tick / 2, zk_ping_cb, NULL, 0);
 }
 
@@ -1301,6 +1411,11 @@ zk_server_stop(int s, stime duration)
 static void
 zk_unpartition_cb(void *p, uint64_t s)
 {
+	if (S->servers[s].deposed || (S->leaderless && (int)s == S->leader)) {
+		/* The old leader stays cut off until it is replaced. */
+		sim_at(S->now + S->tick, zk_unpartition_cb, NULL, s);
+		return;
+	}
 	S->servers[s].part_leader = false;
 	sim_trace("zk s%d: back in touch with the leader", (int)s);
 	chan_release(&S->servers[s].l2f, false);
@@ -1329,6 +1444,8 @@ zk_init(void)
 		sv->incarnation = 1;
 		sv->applied = SIM_ZXID_BASE;
 		sv->aq_tail = &sv->aq_head;
+		if (sv->max_timeout_ms == 0)
+			sv->max_timeout_ms = 20 * S->tick_ms;
 		chan_init(&sv->l2f, CH_L2F, NULL, i);
 		chan_init(&sv->f2l, CH_F2L, NULL, i);
 	}
@@ -1367,4 +1484,149 @@ zk_free(void)
 	}
 	free(S->log);
 	free(S->sessions);
+}
+
+/* --- The ZooKeeper leader deposed (--shape deposed) --- */
+
+/* The old leader stops serving: it saw it had lost its quorum. */
+static void
+zk_depose_end_cb(void *p, uint64_t s)
+{
+	struct server *sv = &S->servers[s];
+
+	if (!sv->deposed)
+		return;
+	sim_trace("zk s%d (deposed): lost its quorum; stops serving", (int)s);
+	sv->deposed = false;
+	sv->dep_hang = false;
+	sv->serving = true;	/* for zk_go_looking */
+	zk_go_looking((int)s);
+	sv->in_quorum = false;
+}
+
+/*
+ * A quorum of the others elected a new leader, which has synced them: it
+ * commits what they had logged (the proposals of the old leader that were
+ * out), and its session tracker starts afresh (SessionTrackerImpl: every
+ * live session expires at roundUp(its start + the timeout the session was
+ * created with); touches the old leader took are gone). The deposed one
+ * serves on for up to a tick.
+ */
+static void
+zk_elected_cb(void *p, uint64_t a)
+{
+	int L = S->leader, pick[SIM_SERVERS_MAX], n = 0, N, i;
+	struct server *nv;
+	struct zsession *z;
+	struct syncw *w;
+	struct txn *t;
+	stime d;
+
+	S->electing = false;
+	for (i = 0; i < S->nservers; i++)
+		if (i != L && !S->servers[i].observer && !S->servers[i].stopped &&
+		    !S->servers[i].part_leader && !S->servers[i].serving)
+			pick[n++] = i;
+	if (n < S->nvoters / 2 + 1 - 0 || n == 0)
+		return;		/* the next ping round tries again */
+	N = pick[sim_below((uint64_t)n)];
+	nv = &S->servers[N];
+	S->leader = N;
+	S->leaderless = false;
+	nv->tree = S->servers[L].tree;
+	nv->applied = S->servers[L].applied;
+	nv->incarnation++;
+	nv->serving = nv->in_quorum = true;
+	nv->rejoining = false;
+	nv->ntouched = 0;
+	nv->lag = 0;
+	nv->heard = nv->acked = S->now;
+	zk_apply_clear(nv);
+	chan_drop(&nv->l2f);
+	chan_drop(&nv->f2l);
+	for (i = 0; i < S->nservers; i++)
+		if (i != N)
+			S->servers[i].in_quorum = false;
+	while (S->nlog > 0 && S->committed < S->log[S->nlog - 1].zxid) {
+		t = zk_txn(S->committed + 1);
+		S->committed = t->zxid;
+		zk_apply_txn(N, t);
+		while ((w = t->syncs) != NULL) {
+			t->syncs = w->next;
+			free(w);
+		}
+	}
+	for (i = 0; i < S->nsessions; i++) {
+		z = &S->sessions[i];
+		if (z->closing)
+			continue;
+		z->timeout_ms = z->create_timeout_ms;
+		z->expiry = zk_round_up(S->now + (stime)z->timeout_ms * 1000);
+		z->owner = -1;
+	}
+	d = S->servers[L].deposed ? (sim_chance(50) ? S->tick :
+	    sim_below(S->tick + 1)) : 0;
+	sim_trace("zk s%d: LEADS the ensemble at zxid 0x%llx (after s%d); "
+	    "every session expires a timeout from now; s%d serves %llu ms "
+	    "more", N, (unsigned long long)nv->applied, L, L,
+	    (unsigned long long)(d / 1000));
+	if (S->servers[L].deposed)
+		sim_at(S->now + d, zk_depose_end_cb, NULL, (uint64_t)L);
+}
+
+/* Followers that lost the leader look for a new one: once a quorum of
+ * them looks, an election (FastLeaderElection, then a sync) follows. */
+static void
+zk_maybe_elect(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < S->nservers; i++)
+		if (i != S->leader && !S->servers[i].observer &&
+		    !S->servers[i].stopped && !S->servers[i].part_leader &&
+		    !S->servers[i].serving)
+			n++;
+	if (n < S->nvoters / 2 + 1)
+		return;
+	S->electing = true;
+	sim_at(S->now + sim_range(50000, 600000), zk_elected_cb, NULL, 0);
+}
+
+/*
+ * The ZooKeeper leader is cut off from every other server for duration
+ * (crash: it fails, closing its clients). Cut off, it goes on answering
+ * reads and syncs (not writes, which never commit) of the clients still
+ * connected to it, until a tick after a new leader took over.
+ */
+void
+zk_depose(stime duration, bool crash)
+{
+	int L = S->leader, i;
+	struct server *sv = &S->servers[L];
+
+	if (S->leaderless)
+		return;
+	S->leaderless = true;
+	S->st.depositions++;
+	S->last_depose_at = S->now;
+	S->last_deposed = L;
+	for (i = 0; i < S->nagents; i++)
+		if (S->agents[i].running && S->agents[i].h != NULL &&
+		    S->agents[i].h->conn != NULL &&
+		    S->agents[i].h->conn->server == L &&
+		    S->agents[i].e.role == ELECTION_LEADER)
+			S->st.depositions_under++;
+	sv->part_leader = true;
+	sim_trace("zk s%d: the ZooKeeper leader %s for %llu ms", L,
+	    crash ? "FAILS" : "is CUT OFF from the quorum",
+	    (unsigned long long)(duration / 1000));
+	sim_at(S->now + duration, zk_unpartition_cb, NULL, (uint64_t)L);
+	if (crash) {
+		sv->serving = true;
+		zk_go_looking(L);
+		sv->in_quorum = false;
+		return;
+	}
+	sv->deposed = true;
+	sv->dep_hang = S->nlog > 0 && S->log[S->nlog - 1].zxid > S->committed;
 }

@@ -238,9 +238,11 @@ chan_blocked(const struct chan *c)
 		    S->agents[c->conn->agent].paused;
 	case CH_L2F:
 		return S->servers[c->server].part_leader ||
-		    S->servers[c->server].stopped;
+		    S->servers[c->server].stopped ||
+		    S->servers[S->leader].part_leader;
 	case CH_F2L:
-		return S->servers[c->server].part_leader;
+		return S->servers[c->server].part_leader ||
+		    S->servers[S->leader].part_leader;
 	}
 	return false;
 }
@@ -369,11 +371,39 @@ sim_configure(void)
 	S->nagents = (int)sim_range(2, 5);
 	S->T_ms = Ts[sim_below(sizeof(Ts) / sizeof(Ts[0]))];
 	S->tick_ms = S->T_ms / divs[sim_below(sizeof(divs) / sizeof(divs[0]))];
+	/* The smallest session ZooKeeper's defaults accept: T = 2 ticks. */
+	if (S->shapes & SHAPE_TICK_HALF)
+		S->tick_ms = S->T_ms / 2;
 	if (S->tick_ms < 1)
 		S->tick_ms = 1;
 	S->T = (stime)S->T_ms * 1000;
 	S->tick = (stime)S->tick_ms * 1000;
 	S->sync_limit = 5;
+	S->nvoters = S->nservers;
+	if (S->shapes & SHAPE_RELAY) {
+		/* Three voters, and one or two observers, each behind an
+		 * ObserverMaster follower (servers 1 and 2 follow at first). */
+		S->nvoters = 3;
+		S->nservers = 3 + (int)sim_range(1, 2);
+		for (i = 3; i < S->nservers; i++) {
+			S->servers[i].observer = true;
+			S->servers[i].master = (int)sim_range(1, 2);
+		}
+	}
+	for (i = 0; i < S->nservers; i++)
+		S->servers[i].max_timeout_ms = 20 * S->tick_ms;
+	if (S->shapes & SHAPE_SHRINK) {
+		/* Mixed limits: a server or two with a lower maxSessionTimeout
+		 * (T/2 or 2T/3, never under minSessionTimeout = 2 ticks). */
+		n = (int)sim_range(1, (uint64_t)(S->nservers - 1) / 2 + 1);
+		for (j = 0; j < n; j++) {
+			k = (int)sim_below((uint64_t)S->nservers);
+			S->servers[k].max_timeout_ms = sim_chance(50) ?
+			    S->T_ms / 2 : S->T_ms * 2 / 3;
+			if (S->servers[k].max_timeout_ms < 2 * S->tick_ms)
+				S->servers[k].max_timeout_ms = 2 * S->tick_ms;
+		}
+	}
 	for (i = 0; i < S->nagents; i++) {
 		struct agent *a = &S->agents[i];
 
@@ -396,7 +426,33 @@ sim_configure(void)
 			if (j == a->nservers)
 				a->servers[a->nservers++] = k;
 		}
+		if (S->shapes & SHAPE_RELAY) {
+			/* Agents 0 and 1 (candidates) can always reach a voting
+			 * server; the others have only observers one time in
+			 * four (and must then never lead). */
+			bool voter = false;
+
+			for (j = 0; j < a->nservers; j++)
+				voter |= !S->servers[a->servers[j]].observer;
+			if (!voter && (i < 2 || sim_chance(75)))
+				a->servers[sim_below((uint64_t)a->nservers)] =
+				    (int)sim_below(3);
+			else if (voter && i >= 2 && sim_chance(25)) {
+				a->nservers = (int)sim_range(1, (uint64_t)
+				    S->nservers - 3);
+				for (j = 0; j < a->nservers; j++)
+					a->servers[j] = 3 + j;
+			}
+			a->only_observers = true;
+			for (j = 0; j < a->nservers; j++)
+				if (!S->servers[a->servers[j]].observer)
+					a->only_observers = false;
+		}
 	}
+	/* The operator's zookeeper.tick_time: the real tickTime, or not
+	 * given (0: the agent assumes tickTime <= T/2). Never less than the
+	 * real one: the lease would be too long. */
+	S->tick_known = sim_chance(50);
 }
 
 static void
@@ -418,7 +474,9 @@ sim_free_queue(void)
 }
 
 static bool	 opt_completions_first;
-static bool	 last_overlap;
+static unsigned	 opt_shapes;
+static bool	 opt_safety_only;
+static bool	 last_overlap, last_overlap_dep, last_tick_known;
 
 static bool
 sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
@@ -437,14 +495,26 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->legacy = legacy;
 	S->drift_ppm = drift_ppm;
 	S->fault_mix = fault_mix;
+	S->shapes = opt_shapes;
+	S->safety_only = opt_safety_only;
 	S->loss_completions_first = opt_completions_first;
 	S->st.min_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_t = 1e9;
+	S->st.min_lapse_gap_own = 1e9;
+	S->st.min_dep_gap_own = 1e9;
 	sim_configure();
-	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms,"
-	    " rates within %d ppm%s", seed, S->nservers, S->nagents, S->T_ms,
-	    S->tick_ms, S->drift_ppm, legacy ? ", legacy lease" : "");
+	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms"
+	    " (%s to the agents), rates within %d ppm%s", seed, S->nservers,
+	    S->nagents, S->T_ms, S->tick_ms, S->tick_known ? "given" : "not given",
+	    S->drift_ppm, legacy ? ", legacy lease" : "");
+	for (i = 0; i < S->nservers && verbose; i++)
+		if (S->servers[i].observer ||
+		    S->servers[i].max_timeout_ms != 20 * S->tick_ms)
+			sim_trace("server s%d: %s (master s%d), "
+			    "maxSessionTimeout %d ms", i, S->servers[i].observer ?
+			    "observer" : "voting", S->servers[i].master,
+			    S->servers[i].max_timeout_ms);
 	for (i = 0; i < S->nagents && verbose; i++) {
 		const struct agent *a = &S->agents[i];
 		char list[64];
@@ -469,9 +539,18 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	}
 	failed = S->failed;
 	last_overlap = S->overlap;
+	last_overlap_dep = S->overlap_dep;
+	last_tick_known = S->tick_known;
 	if (failed && !verbose)
 		printf("seed %" PRIu64 ": FAIL at %.6f s: %s\n", seed,
 		    (double)S->fail_at / 1e6, S->failure);
+	if (S->legacy && S->st.margin_fails > 0 && !verbose)
+		printf("seed %" PRIu64 ": %" PRIu64 " takeover%s closer than the "
+		    "margin (%" PRIu64 " within 6T of a deposition, the old "
+		    "leader on it; %" PRIu64 " from a leader under a timeout "
+		    "not the one asked for)\n", seed, S->st.margin_fails,
+		    S->st.margin_fails == 1 ? "" : "s", S->st.dep_margin_fails,
+		    S->st.shrunk_margin_fails);
 	*st = S->st;
 	*simulated = S->now;
 
@@ -505,8 +584,41 @@ usage(void)
 	    "  --drift PPM    bound on clock-rate differences (default 10000)\n"
 	    "  --faults K     only fault kind K (see sim-fault.c), -1 = all\n"
 	    "  --completions-first  on connection loss, fail the calls before\n"
-	    "                 the CONNECTING event (zookeeper.c does the reverse)\n");
+	    "                 the CONNECTING event (zookeeper.c does the reverse)\n"
+	    "  --shape S[,S]  shapes of deployment (repeatable): shrink, relay,\n"
+	    "                 tick-half, deposed, all (README.md)\n"
+	    "  --expect-margin-failure  exit 0 only if some takeover came closer\n"
+	    "                 than the margin (or two leaders were at once)\n"
+	    "  --safety-only  count liveness failures (nobody leads) and go on\n");
 	exit(2);
+}
+
+/* --shape shrink,relay,... (repeatable); "all" for every one. */
+static bool
+parse_shapes(const char *arg)
+{
+	static const struct { const char *name; unsigned bit; } names[] = {
+		{ "shrink", SHAPE_SHRINK }, { "relay", SHAPE_RELAY },
+		{ "tick-half", SHAPE_TICK_HALF }, { "deposed", SHAPE_DEPOSED },
+		{ "all", SHAPE_SHRINK | SHAPE_RELAY | SHAPE_TICK_HALF |
+		    SHAPE_DEPOSED },
+	};
+	char buf[256], *tok, *save;
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strcmp(tok, names[i].name) == 0)
+				break;
+		if (i == sizeof(names) / sizeof(names[0])) {
+			fprintf(stderr, "zkelect-sim: no shape %s\n", tok);
+			return false;
+		}
+		opt_shapes |= names[i].bit;
+	}
+	return true;
 }
 
 static double
@@ -521,12 +633,17 @@ wall_now(void)
 struct totals {
 	uint64_t	 seeds, failures, first_failure, overlaps;
 	double		 sim_seconds;
-	double		 min_lapse_gap_t;
-	uint64_t	 min_lapse_seed;
+	double		 min_lapse_gap_t, min_lapse_gap_own, min_dep_gap;
+	uint64_t	 min_lapse_seed, min_own_seed, min_dep_seed;
 	double		 max_recovery_t;
 	uint64_t	 max_recovery_seed;
 	uint64_t	 terms, steps, expiry_takeovers, flaps, flap_seeds,
 			 first_flap_seed;
+	uint64_t	 margin_fails, margin_seeds, first_margin_seed;
+	uint64_t	 liveness_fails;
+	uint64_t	 flaps_tick_known, seeds_tick_known;
+	uint64_t	 depositions, depositions_under, dep_margin_fails,
+			 dep_overlaps;
 };
 
 /* Runs seeds first, first+stride, ... (until count or the deadline). */
@@ -540,6 +657,8 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 
 	memset(tot, 0, sizeof(*tot));
 	tot->min_lapse_gap_t = 1e9;
+	tot->min_lapse_gap_own = 1e9;
+	tot->min_dep_gap = 1e9;
 	for (i = 0, seed = first; count == 0 || i < count; i++, seed += stride) {
 		if (deadline > 0 && wall_now() >= deadline)
 			break;
@@ -555,9 +674,30 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		tot->terms += st.terms;
 		tot->steps += st.steps;
 		tot->expiry_takeovers += st.expiry_takeovers;
+		tot->depositions += st.depositions;
+		tot->liveness_fails += st.liveness_fails;
+		if (last_tick_known) {
+			tot->seeds_tick_known++;
+			tot->flaps_tick_known += st.flaps;
+		}
+		tot->depositions_under += st.depositions_under;
+		tot->dep_margin_fails += st.dep_margin_fails;
+		if (last_overlap && last_overlap_dep)
+			tot->dep_overlaps++;
+		if (st.margin_fails > 0 && tot->margin_seeds++ == 0)
+			tot->first_margin_seed = seed;
+		tot->margin_fails += st.margin_fails;
 		if (st.flaps > 0 && tot->flap_seeds++ == 0)
 			tot->first_flap_seed = seed;
 		tot->flaps += st.flaps;
+		if (st.min_dep_gap_own < tot->min_dep_gap) {
+			tot->min_dep_gap = st.min_dep_gap_own;
+			tot->min_dep_seed = seed;
+		}
+		if (st.min_lapse_gap_own < tot->min_lapse_gap_own) {
+			tot->min_lapse_gap_own = st.min_lapse_gap_own;
+			tot->min_own_seed = seed;
+		}
 		if (st.min_lapse_gap_t < tot->min_lapse_gap_t) {
 			tot->min_lapse_gap_t = st.min_lapse_gap_t;
 			tot->min_lapse_seed = seed;
@@ -583,11 +723,31 @@ totals_add(struct totals *t, const struct totals *u)
 	t->terms += u->terms;
 	t->steps += u->steps;
 	t->expiry_takeovers += u->expiry_takeovers;
+	t->depositions += u->depositions;
+	t->liveness_fails += u->liveness_fails;
+	t->seeds_tick_known += u->seeds_tick_known;
+	t->flaps_tick_known += u->flaps_tick_known;
+	t->depositions_under += u->depositions_under;
+	t->dep_margin_fails += u->dep_margin_fails;
+	t->dep_overlaps += u->dep_overlaps;
+	if (u->margin_seeds > 0 && (t->margin_seeds == 0 ||
+	    u->first_margin_seed < t->first_margin_seed))
+		t->first_margin_seed = u->first_margin_seed;
+	t->margin_fails += u->margin_fails;
+	t->margin_seeds += u->margin_seeds;
 	if (u->flap_seeds > 0 && (t->flap_seeds == 0 ||
 	    u->first_flap_seed < t->first_flap_seed))
 		t->first_flap_seed = u->first_flap_seed;
 	t->flaps += u->flaps;
 	t->flap_seeds += u->flap_seeds;
+	if (u->min_dep_gap < t->min_dep_gap) {
+		t->min_dep_gap = u->min_dep_gap;
+		t->min_dep_seed = u->min_dep_seed;
+	}
+	if (u->min_lapse_gap_own < t->min_lapse_gap_own) {
+		t->min_lapse_gap_own = u->min_lapse_gap_own;
+		t->min_own_seed = u->min_own_seed;
+	}
 	if (u->min_lapse_gap_t < t->min_lapse_gap_t) {
 		t->min_lapse_gap_t = u->min_lapse_gap_t;
 		t->min_lapse_seed = u->min_lapse_seed;
@@ -612,17 +772,20 @@ main(int argc, char *argv[])
 		{ "drift",	 required_argument, NULL, 'd' },
 		{ "faults",	 required_argument, NULL, 'f' },
 		{ "completions-first", no_argument, NULL, 'c' },
+		{ "shape",	 required_argument, NULL, 'S' },
+		{ "expect-margin-failure", no_argument, NULL, 'M' },
+		{ "safety-only", no_argument,	    NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
 	double minutes = 0, start, elapsed, deadline = 0;
 	int ch, jobs = 1, verbose = 0, drift = 10000, mix = -1, j;
-	bool legacy = false, expect_overlap = false;
+	bool legacy = false, expect_overlap = false, expect_margin = false;
 	struct totals tot, part;
 	int pipes[64][2];
 	pid_t pids[64];
 
-	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:c", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:ML", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -635,6 +798,9 @@ main(int argc, char *argv[])
 		case 'd': drift = atoi(optarg); break;
 		case 'f': mix = atoi(optarg); break;
 		case 'c': opt_completions_first = true; break;
+		case 'S': if (!parse_shapes(optarg)) usage(); break;
+		case 'M': expect_margin = true; break;
+		case 'L': opt_safety_only = true; break;
 		default: usage();
 		}
 	}
@@ -655,6 +821,8 @@ main(int argc, char *argv[])
 		 * through a pipe. */
 		memset(&tot, 0, sizeof(tot));
 		tot.min_lapse_gap_t = 1e9;
+		tot.min_lapse_gap_own = 1e9;
+		tot.min_dep_gap = 1e9;
 		for (j = 0; j < jobs; j++) {
 			if (pipe(pipes[j]) == -1 || (pids[j] = fork()) == -1) {
 				perror("zkelect-sim");
@@ -709,12 +877,51 @@ main(int argc, char *argv[])
 			    "gap %.3f T (seed %" PRIu64 ")\n",
 			    tot.expiry_takeovers, tot.min_lapse_gap_t,
 			    tot.min_lapse_seed);
+		if (tot.min_lapse_gap_own < 1e8)
+			printf("smallest gap in the old leader's own T (its "
+			    "session's smallest timeout): %.3f T' (seed %" PRIu64
+			    ")\n", tot.min_lapse_gap_own, tot.min_own_seed);
+		if (tot.min_dep_gap < 1e8)
+			printf("smallest gap after an old leader on a deposed "
+			    "ZooKeeper leader: %.3f T' (seed %" PRIu64 ")\n",
+			    tot.min_dep_gap, tot.min_dep_seed);
 		printf("slowest recovery after the last fault: %.2f T (seed %"
 		    PRIu64 ")\n", tot.max_recovery_t, tot.max_recovery_seed);
+		if (tot.depositions > 0)
+			printf("ZooKeeper leaders deposed or failed: %" PRIu64
+			    " (%" PRIu64 " with the leading agent on it); within "
+			    "6T of one: %" PRIu64 " takeovers closer than the "
+			    "margin from an old leader on it, %" PRIu64 " seeds "
+			    "with two leaders\n",
+			    tot.depositions, tot.depositions_under,
+			    tot.dep_margin_fails, tot.dep_overlaps);
+		if (opt_safety_only)
+			printf("seeds where nobody led in time (not failed): %"
+			    PRIu64 "\n", tot.liveness_fails);
+		printf("takeovers closer than the margin: %" PRIu64 " in %"
+		    PRIu64 " seeds", tot.margin_fails, tot.margin_seeds);
+		if (tot.margin_seeds > 0)
+			printf(" (first seed %" PRIu64 ")", tot.first_margin_seed);
+		printf("; seeds with two leaders at once: %" PRIu64 "\n",
+		    tot.overlaps);
 		if (tot.flaps > 0)
 			printf("terms lost to a lapse while connected: %" PRIu64
 			    " in %" PRIu64 " seeds (first seed %" PRIu64 ")\n",
 			    tot.flaps, tot.flap_seeds, tot.first_flap_seed);
+		if (tot.flaps > 0)
+			printf("  %" PRIu64 " of them in the %" PRIu64 " seeds that "
+			    "gave the agents tickTime, %" PRIu64 " in the %" PRIu64
+			    " that did not\n", tot.flaps_tick_known,
+			    tot.seeds_tick_known, tot.flaps - tot.flaps_tick_known,
+			    tot.seeds - tot.seeds_tick_known);
+	}
+	if (expect_margin) {
+		printf("%" PRIu64 " seed%s closer than the margin or with two "
+		    "leaders at once%s\n", tot.margin_seeds + tot.overlaps,
+		    tot.margin_seeds + tot.overlaps == 1 ? "" : "s",
+		    tot.margin_seeds + tot.overlaps > 0 ? ", as expected" :
+		    "; one was expected");
+		return tot.margin_seeds + tot.overlaps > 0 ? 0 : 1;
 	}
 	if (expect_overlap) {
 		printf("%" PRIu64 " seed%s with two leaders at once%s\n",

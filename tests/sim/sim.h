@@ -202,8 +202,11 @@ struct zsession {
 	int		 timeout_ms;
 	stime		 expiry;
 	bool		 closing;
-	int		 owner;		/* server it last (re)validated on */
+	int		 owner;		/* server it last (re)validated on, -1 =
+					   none yet (a new ZooKeeper leader) */
 	int		 agent;		/* for traces and checks */
+	int		 create_timeout_ms;	/* negotiated at its creation: a
+					   new ZooKeeper leader restores it */
 };
 
 struct syncw {
@@ -277,6 +280,14 @@ struct server {
 	stime		 aq_last;
 	int64_t		 touched[SIM_AGENTS_MAX * 8];
 	int		 ntouched;
+	int		 max_timeout_ms;	/* maxSessionTimeout */
+	bool		 observer;	/* --shape relay: an observer ... */
+	int		 master;	/* ... behind this ObserverMaster */
+	bool		 deposed;	/* --shape deposed: a ZooKeeper leader cut
+					   off from the quorum, still serving
+					   reads and syncs to its clients */
+	bool		 dep_hang;	/* ... with a proposal that will never
+					   commit: its syncs hang */
 	struct swatch	*watches;
 	int		 nwatches, capwatches;
 };
@@ -289,6 +300,9 @@ void	 zk_leader_recv(int s, struct msg *m);
 void	 zk_server_stop(int s, stime duration);
 void	 zk_server_partition(int s, stime duration);
 void	 zk_server_close_conn(struct conn *c, bool eof);
+void	 zk_depose(stime duration, bool crash);
+bool	 zk_leaderless(void);
+int	 zk_leader(void);
 struct txn *zk_txn(int64_t zxid);
 struct conn *conn_new(struct handle *h, int server);
 const struct ztree *zk_truth(void);
@@ -385,6 +399,7 @@ struct inmsg {
 	uint64_t	 hold_ms;
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening (ms) */
 	bool		 deleted;
+	enum election_server server;	/* EV_SERVER */
 };
 
 struct agent {
@@ -418,6 +433,9 @@ struct agent {
 	stime		 lead_end;	/* true time its last term ended */
 	bool		 end_lapsed;	/* ... because its lease lapsed */
 	stime		 expired_at;	/* the ZooKeeper leader expired it */
+	int		 lead_T_ms;	/* T of its last term's session */
+	bool		 only_observers;	/* --shape relay: its servers */
+	int		 last_server;	/* its last connection's */
 };
 
 uint64_t agent_local_us(const struct agent *a, stime t);
@@ -438,6 +456,7 @@ void	 driver_complete(struct handle *h, struct creq *r, int rc,
 void	 driver_watch(struct handle *h, enum wctx ctx, const char *name,
 	    int wtype);
 void	 driver_session(struct handle *h, enum election_session state);
+void	 driver_connected(struct handle *h);
 
 /* --- sim-check.c: what must hold at every step --- */
 
@@ -463,7 +482,20 @@ struct sim_stats {
 	int64_t		 min_lapse_gap_us;	/* same, after the old one's lease
 						   lapsed and its session expired */
 	double		 min_lapse_gap_t;	/* that gap over T */
+	double		 min_lapse_gap_own;
+	double		 min_dep_gap_own;	/* same, for an old leader on a
+						   deposed ZooKeeper leader */	/* over the old leader's own T
+						   (its session's smallest) */
 	uint64_t	 expiry_takeovers;
+	uint64_t	 liveness_fails;	/* with --safety-only */
+	uint64_t	 margin_fails;	/* takeovers closer than the margin */
+	uint64_t	 depositions;	/* ZooKeeper leaders deposed or failed */
+	uint64_t	 depositions_under;	/* ... with the leading agent
+						   connected to it */
+	uint64_t	 dep_margin_fails;
+	uint64_t	 shrunk_margin_fails;	/* ... from a leader whose T was
+						   not the one asked for */	/* margin failures within 6T of
+						   a deposition */
 	uint64_t	 flaps;		/* terms lost to a lapse while connected
 					   and running */
 	stime		 max_recovery_us;	/* first leader after the last heal */
@@ -480,6 +512,9 @@ struct sim {
 	int		 verbose;
 	bool		 failed;
 	bool		 overlap;	/* the failure is two leaders at once */
+	bool		 overlap_dep;	/* ... within 6T of a deposition */
+	stime		 last_depose_at;
+	int		 last_deposed;	/* that leader */
 	char		 failure[1024];
 	stime		 fail_at;
 	bool		 stop;
@@ -493,6 +528,13 @@ struct sim {
 	bool		 legacy;
 	bool		 loss_completions_first;	/* not zookeeper.c's order */
 	int		 fault_mix;	/* -1 all, else one fault kind */
+	unsigned	 shapes;	/* SHAPE_* */
+	bool		 tick_known;
+	bool		 safety_only;	/* liveness failures only counted */	/* the agents' e.tick_ms is tickTime */
+	int		 leader;	/* the ZooKeeper leader (or the last) */
+	bool		 leaderless;	/* deposed, no new leader yet */
+	bool		 electing;	/* ... its election under way */
+	int		 nvoters;	/* servers that are not observers */
 
 	struct server	 servers[SIM_SERVERS_MAX];
 	struct ztree	 prep;		/* the leader's outstanding view */
@@ -523,6 +565,12 @@ struct sim {
 };
 
 extern struct sim *S;
+
+/* Shapes of deployment (--shape), each a switch of the model. */
+#define SHAPE_SHRINK	0x1	/* mixed maxSessionTimeout */
+#define SHAPE_RELAY	0x2	/* observers behind an ObserverMaster */
+#define SHAPE_TICK_HALF	0x4	/* tickTime = T/2 */
+#define SHAPE_DEPOSED	0x8	/* the ZooKeeper leader deposed or failed */
 
 static inline int64_t
 zxid_of(int idx)
