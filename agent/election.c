@@ -864,8 +864,12 @@ election_on_children(struct election *e, const struct election_event *ev,
 	if (e->phase == PHASE_DELETING) {
 		/* Letting go of a node we never learnt the name of (rule 6). */
 		if (ev->rc != ZOK) {
-			if (ev->rc == ZNONODE)
-				election_let_go(e, out);	/* nothing to find */
+			if (ev->rc == ZNONODE) {
+				/* The path is gone, and any node under it:
+				 * nothing to find (else this lists forever). */
+				e->uuid[0] = '\0';
+				election_let_go(e, out);
+			}
 			return;		/* reconnecting searches again */
 		}
 		snprintf(uuidtag, sizeof(uuidtag), "_c_%s-", e->uuid);

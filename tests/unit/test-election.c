@@ -1778,6 +1778,30 @@ START_TEST(test_new_session_reads_claim_once)
 END_TEST
 
 /*
+ * Letting go of a node whose create went unanswered: the listing that looks
+ * for it by uuid finds the election path gone, so there is nothing to
+ * find; it must not list again and again (the simulator's relay shape
+ * found the loop).
+ */
+START_TEST(test_let_go_with_path_gone_does_not_loop)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "read_claim create" },
+		{ CREATE_FAILED(ZCONNECTIONLOSS, T0 + 5), "" },
+		{ RESIGN(5000, T0 + 6), "notify:unknown>follower list",
+		  PH(PHASE_DELETING) },
+	};
+
+	new_election(&e, true);
+	RUN(&e, s);
+	feed(&e, (struct election_event)LIST_FAILED(ZNONODE, T0 + 9));
+	ck_assert_str_eq(rendered, "");
+	ck_assert_int_eq(e.phase, PHASE_HOLDING);
+}
+END_TEST
+
+/*
  * Two reads of the election node in flight: the first answer is the first
  * read's (replies come in order), and earns the lease's anchor for that
  * read's send time, not the later one's.
@@ -2426,6 +2450,7 @@ election_suite(void)
 	tcase_add_test(tc, test_epoch_backwards_refused);
 	tcase_add_test(tc, test_claim_read_credits_the_read_answered);
 	tcase_add_test(tc, test_new_session_reads_claim_once);
+	tcase_add_test(tc, test_let_go_with_path_gone_does_not_loop);
 	suite_add_tcase(s, tc);
 	return s;
 }
