@@ -1055,6 +1055,13 @@ zk_kick(struct zk *zk, bool observer)
 	socklen_t len;
 	int fd = -1;
 
+	/*
+	 * After a connection ends the client steps to the next server twice
+	 * (handle_error, then zookeeper_interest): with an even number of
+	 * addresses that is the same server again. One more step first.
+	 */
+	if (zk->naddrs % 2 == 0 && zk->zh != NULL)
+		zoo_cycle_next_server(zk->zh);
 	while ((fd = zk_server_socket(zk, fd, &peer, &len)) != -1) {
 		zk_peer_name(&peer, len, name, sizeof(name));
 		if (observer)

@@ -231,8 +231,13 @@ client_submit(struct handle *h, struct creq *r)
 void
 client_kick(struct handle *h)
 {
-	if (h->conn != NULL && h->state != HS_CLOSED && h->state != HS_EXPIRED)
-		client_error(h, ZCONNECTIONLOSS);
+	if (h->conn == NULL || h->state == HS_CLOSED || h->state == HS_EXPIRED)
+		return;
+	/* zk.c's zk_kick: one zoo_cycle_next_server() first with an even
+	 * number of addresses, so that the double step moves on. */
+	if (h->addrs.count % 2 == 0)
+		(void)client_cycle(h);
+	client_error(h, ZCONNECTIONLOSS);
 }
 
 /* zookeeper_close(): a closeSession if connected; outstanding calls
