@@ -444,6 +444,9 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	log_init(agent.conf->log_level, agent.conf->log_format);
+	/* From here no line waits for stderr (a stalled journald, a pipe
+	 * nobody reads): the loop must never stand still in a write. */
+	log_start();
 	event_set_log_callback(agent_event_log_cb);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -520,5 +523,6 @@ out:
 	election_free(&agent.election);
 	config_free(agent.conf);
 	libevent_global_shutdown();
+	log_stop(LOG_EXIT_FLUSH_MS);
 	return agent.exit_code;
 }

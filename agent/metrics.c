@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "log.h"
 #include "notify.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
@@ -157,4 +158,9 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "# TYPE zkelect_api_connections_rejected_total counter\n"
 	    "zkelect_api_connections_rejected_total %" PRIu64 "\n",
 	    agent->stats.api_rejected);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_log_lines_dropped_total Log lines dropped because stderr "
+	    "did not take them in time.\n"
+	    "# TYPE zkelect_log_lines_dropped_total counter\n"
+	    "zkelect_log_lines_dropped_total %" PRIu64 "\n", log_dropped());
 }

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""Gray failures (issue 23): an agent whose loop stalls, whose log stops
+draining, or which runs out of descriptors must not hold the election
+hostage. Real ZooKeeper, real agents; each fault is staged for real: a
+stderr pipe nobody reads, a reload that blocks in open(2) on a FIFO, and a
+descriptor limit (RLIMIT_NOFILE) filled by idle clients."""
+
+import fcntl
+import os
+import re
+import resource
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from zkharness import SLOW, ZKELECTD, poll
+
+F_SETPIPE_SZ = 1031
+
+
+def start_with(agent, stderr=None, nofile=None):
+    """Agent.start, with stderr of our choosing and a descriptor limit."""
+    agent._log = open(agent.log_path, "ab")
+    agent.starts += 1
+
+    def pre():
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    agent.proc = subprocess.Popen([ZKELECTD, "-c", agent.config], stdin=subprocess.DEVNULL,
+                                  stdout=agent._log,
+                                  stderr=stderr if stderr is not None else agent._log,
+                                  start_new_session=True, preexec_fn=pre)
+    agent.paused = False
+    agent.wait_for(lambda s: True, 20, what="API socket to answer /v1/status")
+    return agent
+
+
+def metric(agent, name):
+    """The value of metric NAME (a full series name), or None."""
+    r = agent.get("/metrics", timeout=2.0)
+    for line in r.body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------------
+# 2. Logging never blocks the loop
+
+CHATTY = ("notify:\n"
+          "  run: [\"/bin/sh\", \"-c\", \"while :; do seq 200; sleep 0.1; done\"]\n")
+
+def test_stalled_stderr_does_not_stop_the_loop(agents):
+    """The leader's stderr is a pipe that nobody reads any more: it keeps
+    answering, keeps its term, counts the lines it dropped, and says how
+    many once the pipe drains."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+    got = bytearray()
+    reading = threading.Event()
+    reading.set()
+    done = threading.Event()
+
+    def reader():
+        while not done.is_set():
+            if not reading.is_set():
+                time.sleep(0.01)
+                continue
+            try:
+                b = os.read(r, 65536)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            if not b:
+                return
+            got.extend(b)
+    os.set_blocking(r, False)
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    try:
+        # A chatty supervised child: its lines go into the agent's log.
+        a = agents.new("a", start=False, session_timeout="2s", extra_yaml=CHATTY)
+        start_with(a, stderr=w)
+        os.close(w)
+        w = None
+        s = a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
+        epoch = s["epoch"]
+        b = agents.new("b", session_timeout="2s")
+        b.wait_for(lambda s: s["role"] == "follower", 20, what="b follows")
+
+        # Nobody reads the pipe any more, and it is full.
+        reading.clear()
+        time.sleep(0.05)
+        os.set_blocking(r, False)
+        # The child's lines fill the pipe, then the agent's queue.
+        poll(lambda: metric(a, "zkelect_log_lines_dropped_total") or 0, 20,
+             what="a drops log lines")
+        # Through all that, a answers at once and keeps its term.
+        deadline = time.monotonic() + 4 * SLOW
+        while time.monotonic() < deadline:
+            t0 = time.monotonic()
+            st = a.status(timeout=1.0)
+            assert st is not None, "a did not answer within 1 s with its stderr stalled"
+            assert time.monotonic() - t0 < 0.5 * SLOW
+            assert st["is_leader"] and st["epoch"] == epoch, st
+            assert not b.is_leader()
+        dropped = metric(a, "zkelect_log_lines_dropped_total")
+        assert dropped >= 1
+        # The pipe drains again: one line says how many were lost.
+        reading.set()
+        poll(lambda: re.search(rb"log: \d+ lines? dropped", bytes(got)), 20,
+             what="the dropped-lines notice")
+        m = re.search(rb"log: (\d+) lines? dropped", bytes(got))
+        assert int(m.group(1)) >= dropped
+        assert len(re.findall(rb"lines? dropped", bytes(got))) == 1
+        assert a.status()["is_leader"]
+    finally:
+        done.set()
+        if w is not None:
+            os.close(w)
+        os.close(r)
