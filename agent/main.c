@@ -26,6 +26,7 @@
 #include "notify.h"
 #include "sdnotify.h"
 #include "version.h"
+#include "watchdog.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
 #define STOP_WAIT_MAX_MS (24ULL * 3600 * 1000)	/* a hook_timeout of years */
@@ -126,10 +127,39 @@ agent_changed(struct agent *agent)
 	sdnotify_status(status);
 }
 
+/* T: the negotiated session timeout once known, else the requested one. */
+static uint32_t
+agent_session_timeout(const struct agent *agent)
+{
+	if (agent->election.timeout_ms > 0)
+		return (uint32_t)agent->election.timeout_ms;
+	return (uint32_t)agent->conf->zk_session_timeout_ms;
+}
+
+/*
+ * The loop's heartbeat, every T/12 (at most a second): it feeds the
+ * watchdog thread, which kills the process once the loop has been silent
+ * for T/2, and systemd's watchdog, the second line, whose interval is set
+ * to T.
+ */
 static void
 agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 {
-	sdnotify_watchdog();
+	struct agent *agent = arg;
+	uint32_t t = agent_session_timeout(agent);
+	uint64_t period = watchdog_period_ms(t);
+	struct timeval tv = { (time_t)(period / 1000),
+	    (suseconds_t)(period % 1000) * 1000 };
+
+	watchdog_beat(agent->watchdog, t);
+	if (agent->sd_watchdog) {
+		if (agent->sd_watchdog_ms != t) {
+			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
+			agent->sd_watchdog_ms = t;
+		}
+		sdnotify_watchdog();
+	}
+	evtimer_add(agent->ev_watchdog, &tv);
 }
 
 static bool
@@ -403,7 +433,6 @@ main(int argc, char *argv[])
 	struct agent agent;
 	const char *file = NULL;
 	bool check = false;
-	uint64_t wd_usec;
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
@@ -489,13 +518,8 @@ main(int argc, char *argv[])
 	/* Ready means the API answers (role "unknown" until we know). */
 	sdnotify_ready();
 	sdnotify_status("unknown; connecting to ZooKeeper");
-	if ((wd_usec = sdnotify_watchdog_usec()) != 0) {
-		struct timeval tv = { (time_t)(wd_usec / 2000000),
-		    (suseconds_t)(wd_usec / 2 % 1000000) };
-		agent.ev_watchdog = event_new(agent.base, -1, EV_PERSIST,
-		    agent_watchdog_cb, &agent);
-		event_add(agent.ev_watchdog, &tv);
-	}
+	agent.sd_watchdog = sdnotify_watchdog_usec() != 0;
+	agent.ev_watchdog = evtimer_new(agent.base, agent_watchdog_cb, &agent);
 	agent.zk = zk_open(&agent);
 	if (agent.zk == NULL) {
 		log_error("cannot start the ZooKeeper driver; exiting");
@@ -503,11 +527,18 @@ main(int argc, char *argv[])
 		goto out;
 	}
 
+	/* The loop runs from here: its heartbeat arms the watchdog. */
+	agent.watchdog = watchdog_start(agent_session_timeout(&agent));
+	agent_watchdog_cb(-1, 0, &agent);
 	event_base_dispatch(agent.base);
 	agent_drain(&agent);
+	/* Closing the session may take a while; nothing answers now. */
+	watchdog_stop(agent.watchdog);
+	agent.watchdog = NULL;
 	log_info("stopped");
 
 out:
+	watchdog_stop(agent.watchdog);
 	/* Hooks and the child (their whole trees) end before the session
 	 * does: closing it lets our node go (rule 10). */
 	notify_close(agent.notify);

@@ -129,3 +129,59 @@ def test_stalled_stderr_does_not_stop_the_loop(agents):
         if w is not None:
             os.close(w)
         os.close(r)
+
+
+# ---------------------------------------------------------------------------
+# 1. The session never outlives the loop
+
+def stall_loop(agent):
+    """Stalls the agent's event loop, and only it: its configuration file
+    becomes a FIFO nobody writes, and SIGHUP makes the loop open it (as a
+    reload from a hung file system would). libzookeeper's threads run on."""
+    fifo = agent.config + ".fifo"
+    os.mkfifo(fifo)
+    os.replace(fifo, agent.config)
+    agent.signal(signal.SIGHUP)
+
+
+def test_stalled_loop_lets_another_agent_lead(agents, observer):
+    """A leader whose loop stands still, while libzookeeper's thread keeps
+    its session alive, is ended by its watchdog: the successor leads within
+    T/2 + T/12 (the watchdog) + T (the session's expiry) + a tick + slack,
+    and the stalled agent never answers again."""
+    t = 2.0
+    a = agents.new("a", session_timeout="2s")
+    a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
+    b = agents.new("b", session_timeout="2s")
+    b.wait_for(lambda s: s["role"] == "follower", 20, what="b follows")
+    t0 = time.monotonic()
+    stall_loop(a)
+    # Its loop no longer answers.
+    poll(lambda: a.status(timeout=0.2) is None, 5, what="a stops answering")
+    s = b.wait_for(lambda s: s["is_leader"], 3 * t + 10, what="b leads after a stalled")
+    took = time.monotonic() - t0
+    bound = t / 2 + t / 12 + t + 0.2 + 0.5
+    print("successor led %.2f s after the stall (T = %.1f s, bound %.2f s)" % (took, t, bound))
+    assert took < bound * SLOW + 0.5, "b led %.2f s after a's loop stalled" % took
+    # a was killed by its watchdog, and said why.
+    poll(lambda: not a.running(), 5, what="a ends")
+    assert a.proc.returncode == -signal.SIGKILL
+    assert "watchdog: the event loop has not run for" in a.log_text()
+    assert s["epoch"] > 0
+
+
+def test_stopped_and_continued_agent_is_not_killed(agents):
+    """SIGSTOP stops the watchdog with the loop: after SIGCONT the agent
+    goes on (the session may have expired meanwhile), it is not killed."""
+    a = agents.new("a", session_timeout="2s")
+    a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
+    a.pause()
+    time.sleep(1.5)  # the fault itself: a stop longer than T/2
+    a.resume()
+    a.wait_for(lambda s: s["is_leader"], 20, what="a leads again")
+    # Several watchdog periods later it still runs.
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        assert a.running()
+        assert a.status() is not None
+    assert "watchdog" not in a.log_text()

@@ -68,6 +68,10 @@ def test_systemd_notify_ready_status_watchdog_stopping(agents, tmp_path, monkeyp
              10 * SLOW, what="STATUS with role and epoch")
         poll(lambda: len(ns.seen("WATCHDOG=1")) >= 3, 10 * SLOW,
              what="watchdog pings every WATCHDOG_USEC/2")
+        # The interval follows the session timeout T (2 s here): the
+        # watchdog thread ends a stalled loop at T/2, systemd at T.
+        poll(lambda: ns.seen("WATCHDOG_USEC=2000000"), 10 * SLOW,
+             what="WATCHDOG_USEC set to the session timeout")
         assert a.stop() == 0
         assert ns.seen("STOPPING=1")
         # READY came before any STATUS naming a leader.

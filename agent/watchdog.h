@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_WATCHDOG_H
+#define ZKELECT_WATCHDOG_H
+
+#include <stdint.h>
+
+/*
+ * A thread that kills the process (SIGKILL) once the event loop has not
+ * beaten for half the session timeout T, so that the session, and our
+ * node, cannot outlive a stalled loop (see watchdog.c for the bound).
+ * The loop beats every T/WATCHDOG_BEAT, within the limits below.
+ */
+#define WATCHDOG_BEAT		12
+#define WATCHDOG_PERIOD_MIN_MS	10
+#define WATCHDOG_PERIOD_MAX_MS	1000
+#define WATCHDOG_OVERSLEEP_MS	100	/* more than this late: we were stopped */
+
+struct watchdog;
+
+struct watchdog *watchdog_start(uint32_t timeout_ms);
+/* From the loop: it runs, and T is now TIMEOUT_MS. */
+void watchdog_beat(struct watchdog *wd, uint32_t timeout_ms);
+/* Disarms and ends the thread. */
+void watchdog_stop(struct watchdog *wd);
+uint64_t watchdog_period_ms(uint32_t timeout_ms);
+
+#endif
