@@ -185,3 +185,58 @@ def test_stopped_and_continued_agent_is_not_killed(agents):
         assert a.running()
         assert a.status() is not None
     assert "watchdog" not in a.log_text()
+
+
+# ---------------------------------------------------------------------------
+# 3. Out of descriptors
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def test_out_of_descriptors_no_busy_loop_and_the_app_is_answered(agents):
+    """The agent runs at its descriptor limit, every descriptor held by an
+    idle local client and more waiting in the backlog: it does not spin,
+    logs the failure once, and the app's request is answered at once
+    (an idle client's descriptor is freed for it), not after the idle
+    clients' 10 s deadline."""
+    limit = 64
+    a = agents.new("a", start=False, session_timeout="4s", log_level="info")
+    start_with(a, nofile=limit)
+    a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
+    hogs = []
+    try:
+        for _ in range(limit + 40):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(a.socket)
+            hogs.append(s)
+        poll(lambda: open_fds(a.pid) >= limit - 1, 10, what="a at its descriptor limit")
+        log_before = a.log_text(limit=10**7).count("api: accept")
+        cpu0 = cpu_seconds(a.pid)
+        t0 = time.monotonic()
+        # The fault itself: two seconds at the limit.
+        time.sleep(2.0)
+        cpu = cpu_seconds(a.pid) - cpu0
+        wall = time.monotonic() - t0
+        lines = a.log_text(limit=10**7).count("api: accept") - log_before
+        print("at the descriptor limit: %.0f %% CPU, %d accept lines in %.1f s"
+              % (100 * cpu / wall, lines, wall))
+        assert cpu / wall < 0.2, "a busy loop: %.0f %% CPU" % (100 * cpu / wall)
+        assert lines <= 2, "%d accept lines in %.1f s" % (lines, wall)
+        # The app asks, behind the backlog: answered at once.
+        t1 = time.monotonic()
+        st = a.status(timeout=2.0 * SLOW)
+        took = time.monotonic() - t1
+        print("the app was answered after %.3f s" % took)
+        assert st is not None and st["is_leader"], st
+        assert took < 1.0 * SLOW
+        assert metric(a, 'zkelect_api_accept_errors_total{cause="EMFILE"}') >= 1
+        assert metric(a, "zkelect_api_connections_shed_total") >= 1
+    finally:
+        for s in hogs:
+            s.close()
+    # Once the clients are gone the agent serves as usual, and has said
+    # how many accepts failed.
+    poll(lambda: a.status() is not None, 10, what="a answers")
+    poll(lambda: "api: accept" in a.log_text(limit=10**7), 5, what="the accept line")
+
