@@ -153,7 +153,8 @@ agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 
 	watchdog_beat(agent->watchdog, t);
 	if (agent->sd_watchdog) {
-		if (agent->sd_watchdog_ms != t) {
+		/* While stopping, the interval set for the stop stays. */
+		if (agent->sd_watchdog_ms != t && !agent->election.stopping) {
 			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
 			agent->sd_watchdog_ms = t;
 		}
@@ -385,6 +386,13 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 	grace.tv_sec = (time_t)(grace_ms / 1000);
 	grace.tv_usec = (suseconds_t)(grace_ms % 1000) * 1000;
 	evtimer_add(agent->ev_stop_timeout, &grace);
+	/* systemd's watchdog must not end the stop that the app waits on:
+	 * its interval now covers it, and the session's close after it. */
+	if (agent->sd_watchdog) {
+		agent->sd_watchdog_ms = 0;
+		sdnotify_watchdog_set_usec((grace_ms +
+		    agent_session_timeout(agent)) * 1000);
+	}
 }
 
 /* libevent's own warnings, through our log (and its format). */

@@ -160,6 +160,14 @@ watchdog_beat(struct watchdog *wd, uint32_t timeout_ms)
 }
 
 void
+watchdog_hold(struct watchdog *wd, bool hold)
+{
+	if (wd == NULL)
+		return;
+	atomic_store(&wd->beat, hold ? 0 : watchdog_now_ms());
+}
+
+void
 watchdog_stop(struct watchdog *wd)
 {
 	if (wd == NULL)

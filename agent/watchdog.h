@@ -2,6 +2,7 @@
 #ifndef ZKELECT_WATCHDOG_H
 #define ZKELECT_WATCHDOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -20,6 +21,12 @@ struct watchdog;
 struct watchdog *watchdog_start(uint32_t timeout_ms);
 /* From the loop: it runs, and T is now TIMEOUT_MS. */
 void watchdog_beat(struct watchdog *wd, uint32_t timeout_ms);
+/*
+ * Around the making of a ZooKeeper handle, when no session lives and
+ * resolving names may block the loop: HOLD disarms until the next beat,
+ * and !HOLD beats now.
+ */
+void watchdog_hold(struct watchdog *wd, bool hold);
 /* Disarms and ends the thread. */
 void watchdog_stop(struct watchdog *wd);
 uint64_t watchdog_period_ms(uint32_t timeout_ms);
