@@ -873,9 +873,12 @@ api_accept_log(struct api *api, enum api_accept_cause cause, int err)
 		return;
 	}
 	api->accept_log[cause].last_log = now;
-	log_warnx("api: accept: %s; closing the connection that can best "
-	    "spare its descriptor, else pausing accepts (logged at most once a "
-	    "minute, with a count)", strerror(err));
+	log_warnx("api: accept: %s; %s (logged at most once a minute, with a "
+	    "count)", strerror(err), cause == API_ACCEPT_EMFILE ?
+	    "closing the connection that can best spare its descriptor, else "
+	    "giving up the spare one, else pausing accepts" :
+	    cause == API_ACCEPT_ENFILE ? "giving up the spare descriptor, "
+	    "else pausing accepts" : "pausing accepts");
 }
 
 static void
