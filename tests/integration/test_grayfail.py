@@ -168,6 +168,36 @@ def test_stalled_loop_lets_another_agent_lead(agents, observer):
     assert s["epoch"] > 0
 
 
+def test_stalled_loop_as_process_1(agents):
+    """In a container the agent is process 1 of its PID namespace, which
+    ignores a SIGKILL sent from inside: the watchdog ends it all the same
+    (exit status 2), and the successor leads."""
+    try:
+        subprocess.run(["unshare", "--pid", "--fork", "true"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("unshare --pid is not permitted here")
+    a = agents.new("a", start=False, session_timeout="2s")
+    a._log = open(a.log_path, "ab")
+    a.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", ZKELECTD,
+                               "-c", a.config], stdin=subprocess.DEVNULL,
+                              stdout=a._log, stderr=a._log, start_new_session=True)
+    a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
+    with open("/proc/%d/task/%d/children" % (a.proc.pid, a.proc.pid)) as f:
+        agent_pid = int(f.read().split()[0])
+    with open("/proc/%d/status" % agent_pid) as f:
+        assert "\t1\n" in [line for line in f if line.startswith("NSpid")][0]
+    b = agents.new("b", session_timeout="2s")
+    b.wait_for(lambda s: s["role"] == "follower", 20, what="b follows")
+    fifo = a.config + ".fifo"
+    os.mkfifo(fifo)
+    os.replace(fifo, a.config)
+    os.kill(agent_pid, signal.SIGHUP)
+    b.wait_for(lambda s: s["is_leader"], 3 * 2.0 + 10, what="b leads after a stalled")
+    assert a.proc.wait(10) == 2
+    assert "watchdog: the event loop has not run for" in a.log_text()
+
+
 def test_stopped_and_continued_agent_is_not_killed(agents):
     """SIGSTOP stops the watchdog with the loop: after SIGCONT the agent
     goes on (the session may have expired meanwhile), it is not killed."""
