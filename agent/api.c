@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "http.h"
 #include "log.h"
+#include "watchdog.h"
 
 #define API_MAX_CONNS		256	/* slots: connections not closing */
 #define API_MAX_CLOSING		256	/* connections sending their last answer */
@@ -974,6 +975,9 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	bool refuse = false;
 	ssize_t n;
 
+	/* libevent accepts a whole backlog in one callback: that is work,
+	 * not a stall, however long it takes. */
+	watchdog_alive(api->agent->watchdog);
 	/* Take back the spare descriptor if one is free besides this. */
 	if (api->reserve_fd == -1)
 		api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

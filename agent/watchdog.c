@@ -87,7 +87,7 @@ static void *
 watchdog_main(void *arg)
 {
 	struct watchdog *wd = arg;
-	uint64_t now, last_wake, ref = 0, beat, period, since;
+	uint64_t now, last_wake, ref = 0, beat, period, since, warned = 0;
 	uint32_t t;
 	struct timespec ts;
 
@@ -119,6 +119,14 @@ watchdog_main(void *arg)
 		since = beat > ref ? beat : ref;
 		if (now > since && now - since >= (uint64_t)t / 2)
 			watchdog_fire(now - beat, t);
+		/* Half way there: say so once, for whoever reads the log. */
+		if (now > since && now - since >= (uint64_t)t / 4 &&
+		    warned != beat) {
+			warned = beat;
+			log_warnx("watchdog: the event loop has not run for %llu "
+			    "ms; at %u ms (half the session timeout) the agent "
+			    "is killed", (unsigned long long)(now - beat), t / 2);
+		}
 	}
 	return NULL;
 }
@@ -159,6 +167,13 @@ watchdog_beat(struct watchdog *wd, uint32_t timeout_ms)
 		return;
 	atomic_store(&wd->timeout_ms, timeout_ms);
 	atomic_store(&wd->beat, watchdog_now_ms());
+}
+
+void
+watchdog_alive(struct watchdog *wd)
+{
+	if (wd != NULL && atomic_load_explicit(&wd->beat, memory_order_relaxed) != 0)
+		atomic_store(&wd->beat, watchdog_now_ms());
 }
 
 void

@@ -21,6 +21,9 @@ struct watchdog;
 struct watchdog *watchdog_start(uint32_t timeout_ms);
 /* From the loop: it runs, and T is now TIMEOUT_MS. */
 void watchdog_beat(struct watchdog *wd, uint32_t timeout_ms);
+/* From a callback that may run long (a burst of accepts): the loop is not
+ * stalled, it works. Does not arm a held or stopped watchdog. */
+void watchdog_alive(struct watchdog *wd);
 /*
  * Around the making of a ZooKeeper handle, when no session lives and
  * resolving names may block the loop: HOLD disarms until the next beat,
