@@ -886,18 +886,31 @@ static void
 api_accept_log_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct api *api = arg;
-	uint64_t now = clock_now_ms(), n;
+	uint64_t now = clock_now_ms(), n, next = 0, at;
+	struct timeval tv;
 	int i;
 
 	for (i = 0; i < API_ACCEPT_CAUSES; i++) {
 		if ((n = api->accept_log[i].pending) == 0)
 			continue;
+		at = api->accept_log[i].last_log + API_ACCEPT_LOG_MS;
+		if (at > now) {
+			/* this cause's interval is not over yet */
+			if (next == 0 || at < next)
+				next = at;
+			continue;
+		}
 		api->accept_log[i].pending = 0;
 		api->accept_log[i].last_log = now;
 		log_warnx("api: accept: %s: %" PRIu64 " more time%s in the last "
 		    "%d s", i == API_ACCEPT_OTHER ? "other errors" :
 		    strerror(api_accept_errno[i]), n, n == 1 ? "" : "s",
 		    API_ACCEPT_LOG_MS / 1000);
+	}
+	if (next != 0) {
+		tv.tv_sec = (time_t)((next - now) / 1000);
+		tv.tv_usec = (suseconds_t)((next - now) % 1000) * 1000;
+		evtimer_add(api->accept_log_timer, &tv);
 	}
 }
 
