@@ -21,6 +21,7 @@ struct event;
 struct zk;
 struct api;
 struct notify;
+struct watchdog;
 
 #define AGENT_REASONS_MAX	32
 
@@ -46,7 +47,10 @@ struct agent {
 	struct api		*api;
 	struct notify		*notify;
 	struct event		*ev_sigterm, *ev_sigint, *ev_sighup;
-	struct event		*ev_watchdog;
+	struct event		*ev_watchdog;	/* the loop's heartbeat */
+	struct watchdog		*watchdog;	/* watchdog.c: kills a stalled loop */
+	bool			 sd_watchdog;	/* systemd asked for pings */
+	uint32_t		 sd_watchdog_ms; /* the interval we last set: T */
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;
 	uint64_t		 started;	/* ms, clock_now_ms */

@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "http.h"
 #include "log.h"
+#include "watchdog.h"
 
 #define API_MAX_CONNS		256	/* slots: connections not closing */
 #define API_MAX_CLOSING		256	/* connections sending their last answer */
@@ -54,6 +55,8 @@
 #define API_INPUT_MAX		(16 * 1024)	/* read no further ahead */
 #define API_OUTPUT_MAX		(16 * 1024)	/* answer no further ahead */
 #define API_REQUEST_MAX		(HTTP_MAX_HEADER + HTTP_MAX_BODY)
+#define API_ACCEPT_RETRY_MS	100	/* accepts paused: try again */
+#define API_ACCEPT_LOG_MS	60000	/* one line per cause per minute */
 
 enum api_state {
 	CONN_IDLE, CONN_PARTIAL, CONN_WAITING, CONN_BUSY, CONN_CLOSING, CONN_NEW
@@ -97,12 +100,23 @@ struct api {
 	struct api_conn_q	 queues[CONN_NEW];
 	uint64_t		 requests[API_ENDPOINT_MAX][API_CODE_MAX];
 	struct api_stats	 stats;
+	/* Out of descriptors: a spare one, and accepts paused until a
+	 * descriptor is free (or the retry timer). */
+	int			 reserve_fd;
+	bool			 accept_paused;
+	struct event		*accept_retry;
+	struct event		*accept_log_timer;
+	struct {
+		uint64_t	 pending;	/* failures not yet logged */
+		uint64_t	 last_log;	/* ms; 0: none logged */
+	}			 accept_log[API_ACCEPT_CAUSES];
 };
 
 static void	api_read_cb(struct bufferevent *, void *);
 static void	api_write_cb(struct bufferevent *, void *);
 static void	api_event_cb(struct bufferevent *, short, void *);
 static void	api_conn_update(struct api_conn *);
+static void	api_accept_resume(struct api *);
 
 static const char *
 api_reason(int code)
@@ -309,6 +323,11 @@ api_conn_free(struct api_conn *c)
 		event_free(c->resume);
 	api_bev_free(c->bev);
 	free(c);
+	/* A descriptor is free: the spare comes first (so that it is not
+	 * left to another thread), then a paused listener may accept. */
+	if (api->reserve_fd == -1)
+		api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	api_accept_resume(api);
 }
 
 static void
@@ -829,6 +848,163 @@ api_make_room(struct api *api)
 	return true;
 }
 
+/*
+ * Out of descriptors (EMFILE), accept(2) fails while the listener stays
+ * readable, and libevent would call it again at once, for ever: a busy
+ * loop that logs each failure. Instead each failure frees a descriptor:
+ * the connection that can best spare it is closed (one whose answer is
+ * out, else the oldest half-sent request, idle keep-alive, long poll:
+ * the order of making room at the cap), else the spare descriptor kept
+ * for this is given up. Only when neither is there (the descriptors are
+ * held elsewhere, or the whole system is out of them) are accepts paused,
+ * until a connection closes or for API_ACCEPT_RETRY_MS. Either way the
+ * next accept is the next client's, so the app is answered as soon as a
+ * descriptor is free. Failures are logged once per cause per minute, with
+ * a count (ntpd's client_log_error).
+ */
+static enum api_accept_cause
+api_accept_cause(int err)
+{
+	switch (err) {
+	case EMFILE:	return API_ACCEPT_EMFILE;
+	case ENFILE:	return API_ACCEPT_ENFILE;
+	case ENOBUFS:
+	case ENOMEM:	return API_ACCEPT_NOMEM;
+	default:	return API_ACCEPT_OTHER;
+	}
+}
+
+static const int api_accept_errno[API_ACCEPT_CAUSES] = {
+	EMFILE, ENFILE, ENOMEM, 0
+};
+
+/*
+ * Logs a failed accept at once, then at most once per cause per
+ * API_ACCEPT_LOG_MS: the failures in between are counted, and the timer
+ * says how many when the interval is over.
+ */
+static void
+api_accept_log(struct api *api, enum api_accept_cause cause, int err)
+{
+	uint64_t now = clock_now_ms(), wait;
+	struct timeval tv;
+
+	if (api->accept_log[cause].last_log != 0 &&
+	    now - api->accept_log[cause].last_log < API_ACCEPT_LOG_MS) {
+		api->accept_log[cause].pending++;
+		if (api->accept_log_timer != NULL &&
+		    !evtimer_pending(api->accept_log_timer, NULL)) {
+			wait = api->accept_log[cause].last_log +
+			    API_ACCEPT_LOG_MS - now;
+			tv.tv_sec = (time_t)(wait / 1000);
+			tv.tv_usec = (suseconds_t)(wait % 1000) * 1000;
+			evtimer_add(api->accept_log_timer, &tv);
+		}
+		return;
+	}
+	api->accept_log[cause].last_log = now;
+	log_warnx("api: accept: %s; %s (logged at most once a minute, with a "
+	    "count)", strerror(err), cause == API_ACCEPT_EMFILE ?
+	    "closing the connection that can best spare its descriptor, else "
+	    "giving up the spare one, else pausing accepts" :
+	    cause == API_ACCEPT_ENFILE ? "giving up the spare descriptor, "
+	    "else pausing accepts" : "pausing accepts");
+}
+
+static void
+api_accept_log_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct api *api = arg;
+	uint64_t now = clock_now_ms(), n, next = 0, at;
+	struct timeval tv;
+	int i;
+
+	for (i = 0; i < API_ACCEPT_CAUSES; i++) {
+		if ((n = api->accept_log[i].pending) == 0)
+			continue;
+		at = api->accept_log[i].last_log + API_ACCEPT_LOG_MS;
+		if (at > now) {
+			/* this cause's interval is not over yet */
+			if (next == 0 || at < next)
+				next = at;
+			continue;
+		}
+		api->accept_log[i].pending = 0;
+		api->accept_log[i].last_log = now;
+		log_warnx("api: accept: %s: %" PRIu64 " more time%s in the last "
+		    "%d s", i == API_ACCEPT_OTHER ? "other errors" :
+		    strerror(api_accept_errno[i]), n, n == 1 ? "" : "s",
+		    API_ACCEPT_LOG_MS / 1000);
+	}
+	if (next != 0) {
+		tv.tv_sec = (time_t)((next - now) / 1000);
+		tv.tv_usec = (suseconds_t)((next - now) % 1000) * 1000;
+		evtimer_add(api->accept_log_timer, &tv);
+	}
+}
+
+/* Closes one connection now to free its descriptor; false if none can go. */
+static bool
+api_shed_one(struct api *api)
+{
+	struct api_conn *c;
+
+	TAILQ_FOREACH(c, &api->queues[CONN_CLOSING], entry)
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+			break;
+	if (c == NULL && (c = TAILQ_FIRST(&api->queues[CONN_PARTIAL])) != NULL) {
+		api_error_close(c, 503, "too many connections");
+		api_conn_flush(c);
+	}
+	if (c == NULL)
+		c = TAILQ_FIRST(&api->queues[CONN_IDLE]);
+	if (c == NULL && (c = TAILQ_FIRST(&api->queues[CONN_WAITING])) != NULL) {
+		c->waiting = false;
+		c->keepalive = false;
+		api_answer_status(c, c->wait_endpoint);
+		api_conn_flush(c);
+	}
+	if (c == NULL)
+		return false;
+	api->stats.shed++;
+	api_conn_free(c);
+	return true;
+}
+
+static void
+api_accept_pause(struct api *api)
+{
+	struct timeval tv = { 0, API_ACCEPT_RETRY_MS * 1000 };
+
+	if (api->accept_paused || api->accept_retry == NULL)
+		return;
+	api->accept_paused = true;
+	if (api->unix_listener != NULL)
+		evconnlistener_disable(api->unix_listener);
+	if (api->tcp_listener != NULL)
+		evconnlistener_disable(api->tcp_listener);
+	evtimer_add(api->accept_retry, &tv);
+}
+
+static void
+api_accept_resume(struct api *api)
+{
+	if (!api->accept_paused)
+		return;
+	api->accept_paused = false;
+	evtimer_del(api->accept_retry);
+	if (api->unix_listener != NULL)
+		evconnlistener_enable(api->unix_listener);
+	if (api->tcp_listener != NULL)
+		evconnlistener_enable(api->tcp_listener);
+}
+
+static void
+api_accept_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	api_accept_resume(arg);
+}
+
 static void
 api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -840,6 +1016,13 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	char first[API_INPUT_MAX];
 	bool refuse = false;
 	ssize_t n;
+
+	/* libevent accepts a whole backlog in one callback: that is work,
+	 * not a stall, however long it takes. */
+	watchdog_alive(api->agent->watchdog);
+	/* Take back the spare descriptor if one is free besides this. */
+	if (api->reserve_fd == -1)
+		api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	/*
 	 * Read at once: a client that already left is let go before it can
@@ -906,7 +1089,23 @@ api_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 static void
 api_listener_error_cb(struct evconnlistener *l, void *arg)
 {
-	log_warn("api: accept");
+	struct api *api = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	enum api_accept_cause cause = api_accept_cause(err);
+
+	api->stats.accept_errors[cause]++;
+	api_accept_log(api, cause, err);
+	/* Free a descriptor for the next client; the listener, still
+	 * readable, calls accept again. */
+	if (cause == API_ACCEPT_EMFILE && api_shed_one(api))
+		return;
+	if ((cause == API_ACCEPT_EMFILE || cause == API_ACCEPT_ENFILE) &&
+	    api->reserve_fd != -1) {
+		close(api->reserve_fd);
+		api->reserve_fd = -1;
+		return;
+	}
+	api_accept_pause(api);
 }
 
 /* Creates the missing directories above path (mode 0755, less the umask). */
@@ -1083,6 +1282,10 @@ api_open(struct agent *agent)
 	api->agent = agent;
 	for (i = 0; i < CONN_NEW; i++)
 		TAILQ_INIT(&api->queues[i]);
+	/* A spare descriptor, given up when accept runs out of them. */
+	api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	api->accept_retry = evtimer_new(agent->base, api_accept_retry_cb, api);
+	api->accept_log_timer = evtimer_new(agent->base, api_accept_log_cb, api);
 	api->socket_path = strdup(agent->conf->api_socket);
 	api->unix_listener = api_listen_unix(api, agent->conf->api_socket,
 	    agent->conf->api_socket_mode);
@@ -1123,6 +1326,12 @@ api_close(struct api *api)
 	}
 	if (api->tcp_listener != NULL)
 		evconnlistener_free(api->tcp_listener);
+	if (api->accept_retry != NULL)
+		event_free(api->accept_retry);
+	if (api->accept_log_timer != NULL)
+		event_free(api->accept_log_timer);
+	if (api->reserve_fd != -1)
+		close(api->reserve_fd);
 	free(api->socket_path);
 	free(api);
 }

@@ -17,6 +17,13 @@ enum api_endpoint {
 #define API_CODES	{ 200, 400, 403, 404, 405, 408, 413, 431, 501, 503, 0 }
 #define API_CODE_MAX	11
 
+/* Why accept(2) failed, for the log and the metrics. */
+enum api_accept_cause {
+	API_ACCEPT_EMFILE, API_ACCEPT_ENFILE, API_ACCEPT_NOMEM, API_ACCEPT_OTHER,
+	API_ACCEPT_CAUSES
+};
+#define API_ACCEPT_CAUSE_NAMES	{ "EMFILE", "ENFILE", "ENOMEM", "other" }
+
 /* Connection figures for the metrics. */
 struct api_stats {
 	uint64_t	connections;		/* open, not closing */
@@ -25,6 +32,8 @@ struct api_stats {
 	uint64_t	evicted_partial;	/* half-sent, refused at the cap */
 	uint64_t	evicted_idle;		/* idle keep-alive, closed at the cap */
 	uint64_t	evicted_waiting;	/* long poll, answered early at the cap */
+	uint64_t	shed;			/* closed to free a descriptor */
+	uint64_t	accept_errors[API_ACCEPT_CAUSES];
 };
 
 void api_json_string(struct evbuffer *out, const char *s);

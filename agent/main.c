@@ -27,6 +27,7 @@
 #include "notify.h"
 #include "sdnotify.h"
 #include "version.h"
+#include "watchdog.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
 #define STOP_WAIT_MAX_MS (24ULL * 3600 * 1000)	/* a hook_timeout of years */
@@ -128,10 +129,40 @@ agent_changed(struct agent *agent)
 	sdnotify_status(status);
 }
 
+/* T: the negotiated session timeout once known, else the requested one. */
+static uint32_t
+agent_session_timeout(const struct agent *agent)
+{
+	if (agent->election.timeout_ms > 0)
+		return (uint32_t)agent->election.timeout_ms;
+	return (uint32_t)agent->conf->zk_session_timeout_ms;
+}
+
+/*
+ * The loop's heartbeat, every T/12 (at most a second): it feeds the
+ * watchdog thread, which kills the process once the loop has been silent
+ * for T/2, and systemd's watchdog, the second line, whose interval is set
+ * to T.
+ */
 static void
 agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 {
-	sdnotify_watchdog();
+	struct agent *agent = arg;
+	uint32_t t = agent_session_timeout(agent);
+	uint64_t period = watchdog_period_ms(t);
+	struct timeval tv = { (time_t)(period / 1000),
+	    (suseconds_t)(period % 1000) * 1000 };
+
+	watchdog_beat(agent->watchdog, t);
+	if (agent->sd_watchdog) {
+		/* While stopping, the interval set for the stop stays. */
+		if (agent->sd_watchdog_ms != t && !agent->election.stopping) {
+			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
+			agent->sd_watchdog_ms = t;
+		}
+		sdnotify_watchdog();
+	}
+	evtimer_add(agent->ev_watchdog, &tv);
 }
 
 static bool
@@ -359,6 +390,13 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 	grace.tv_sec = (time_t)(grace_ms / 1000);
 	grace.tv_usec = (suseconds_t)(grace_ms % 1000) * 1000;
 	evtimer_add(agent->ev_stop_timeout, &grace);
+	/* systemd's watchdog must not end the stop that the app waits on:
+	 * its interval now covers it, and the session's close after it. */
+	if (agent->sd_watchdog) {
+		agent->sd_watchdog_ms = 0;
+		sdnotify_watchdog_set_usec((grace_ms +
+		    agent_session_timeout(agent)) * 1000);
+	}
 }
 
 /* libevent's own warnings, through our log (and its format). */
@@ -407,7 +445,6 @@ main(int argc, char *argv[])
 	struct agent agent;
 	const char *file = NULL;
 	bool check = false;
-	uint64_t wd_usec;
 	int ch;
 
 	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
@@ -458,6 +495,9 @@ main(int argc, char *argv[])
 		return 0;
 	}
 	log_init(agent.conf->log_level, agent.conf->log_format);
+	/* From here no line waits for stderr (a stalled journald, a pipe
+	 * nobody reads): the loop must never stand still in a write. */
+	log_start();
 	event_set_log_callback(agent_event_log_cb);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -508,13 +548,8 @@ main(int argc, char *argv[])
 	/* Ready means the API answers (role "unknown" until we know). */
 	sdnotify_ready();
 	sdnotify_status("unknown; connecting to ZooKeeper");
-	if ((wd_usec = sdnotify_watchdog_usec()) != 0) {
-		struct timeval tv = { (time_t)(wd_usec / 2000000),
-		    (suseconds_t)(wd_usec / 2 % 1000000) };
-		agent.ev_watchdog = event_new(agent.base, -1, EV_PERSIST,
-		    agent_watchdog_cb, &agent);
-		event_add(agent.ev_watchdog, &tv);
-	}
+	agent.sd_watchdog = sdnotify_watchdog_usec() != 0;
+	agent.ev_watchdog = evtimer_new(agent.base, agent_watchdog_cb, &agent);
 	agent.zk = zk_open(&agent);
 	if (agent.zk == NULL) {
 		log_error("cannot start the ZooKeeper driver; exiting");
@@ -522,11 +557,18 @@ main(int argc, char *argv[])
 		goto out;
 	}
 
+	/* The loop runs from here: its heartbeat arms the watchdog. */
+	agent.watchdog = watchdog_start(agent_session_timeout(&agent));
+	agent_watchdog_cb(-1, 0, &agent);
 	event_base_dispatch(agent.base);
 	agent_drain(&agent);
+	/* Closing the session may take a while; nothing answers now. */
+	watchdog_stop(agent.watchdog);
+	agent.watchdog = NULL;
 	log_info("stopped");
 
 out:
+	watchdog_stop(agent.watchdog);
 	/* Hooks and the child (their whole trees) end before the session
 	 * does: closing it lets our node go (rule 10). */
 	notify_close(agent.notify);
@@ -542,5 +584,6 @@ out:
 	election_free(&agent.election);
 	config_free(agent.conf);
 	libevent_global_shutdown();
+	log_stop(LOG_EXIT_FLUSH_MS);
 	return agent.exit_code;
 }

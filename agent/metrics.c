@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "api.h"
+#include "log.h"
 #include "notify.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
@@ -21,6 +22,8 @@ void
 api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 {
 	static const int codes[API_CODE_MAX] = API_CODES;
+	static const char *const accept_causes[API_ACCEPT_CAUSES] =
+	    API_ACCEPT_CAUSE_NAMES;
 	struct agent *agent = api_agent(api);
 	const struct election *e = &agent->election;
 	enum election_role role = election_role_at(e, now), r;
@@ -157,4 +160,21 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "# TYPE zkelect_api_connections_rejected_total counter\n"
 	    "zkelect_api_connections_rejected_total %" PRIu64 "\n",
 	    agent->stats.api_rejected);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_api_connections_shed_total Connections closed at the "
+	    "descriptor limit to free a descriptor for a new one.\n"
+	    "# TYPE zkelect_api_connections_shed_total counter\n"
+	    "zkelect_api_connections_shed_total %" PRIu64 "\n"
+	    "# HELP zkelect_api_accept_errors_total Failed accepts on the API "
+	    "listeners, by cause (EMFILE: out of descriptors).\n"
+	    "# TYPE zkelect_api_accept_errors_total counter\n", as->shed);
+	for (i = 0; i < API_ACCEPT_CAUSES; i++)
+		evbuffer_add_printf(out, "zkelect_api_accept_errors_total"
+		    "{cause=\"%s\"} %" PRIu64 "\n", accept_causes[i],
+		    as->accept_errors[i]);
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_log_lines_dropped_total Log lines dropped because stderr "
+	    "did not take them in time.\n"
+	    "# TYPE zkelect_log_lines_dropped_total counter\n"
+	    "zkelect_log_lines_dropped_total %" PRIu64 "\n", log_dropped());
 }

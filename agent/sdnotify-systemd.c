@@ -45,3 +45,9 @@ sdnotify_watchdog(void)
 {
 	sd_notify(0, "WATCHDOG=1");
 }
+
+void
+sdnotify_watchdog_set_usec(uint64_t usec)
+{
+	sd_notifyf(0, "WATCHDOG_USEC=%llu", (unsigned long long)usec);
+}

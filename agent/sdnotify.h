@@ -18,5 +18,7 @@ void sdnotify_status(const char *status);
 /* The watchdog interval systemd asked for, in microseconds; 0 if none. */
 uint64_t sdnotify_watchdog_usec(void);
 void sdnotify_watchdog(void);
+/* Sets the watchdog interval (WATCHDOG_USEC=, systemd 236 and later). */
+void sdnotify_watchdog_set_usec(uint64_t usec);
 
 #endif

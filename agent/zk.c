@@ -32,6 +32,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "log.h"
+#include "watchdog.h"
 
 /* What a completion or watch was for. */
 enum zk_kind {
@@ -747,6 +748,7 @@ zk_handle_open(struct zk *zk)
 
 	zk->opened = clock_now_ms();
 	zk_nag_start(zk);
+	watchdog_hold(zk->agent->watchdog, true);	/* no session; may block */
 	zk->zh = zookeeper_init2(conf->zk_servers, zk_session_watcher,
 	    (int)conf->zk_session_timeout_ms, NULL, zk, 0, zk_zoo_log_cb);
 	if (zk->zh == NULL) {
@@ -756,6 +758,7 @@ zk_handle_open(struct zk *zk)
 		evtimer_add(zk->ev_reopen, &retry);
 		return;
 	}
+	watchdog_hold(zk->agent->watchdog, false);	/* a session may live */
 	if (conf->zk_auth_scheme != NULL &&
 	    zoo_add_auth(zk->zh, conf->zk_auth_scheme, conf->zk_auth_credentials,
 	    (int)strlen(conf->zk_auth_credentials), NULL, NULL) != ZOK)

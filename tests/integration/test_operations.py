@@ -68,8 +68,16 @@ def test_systemd_notify_ready_status_watchdog_stopping(agents, tmp_path, monkeyp
              10 * SLOW, what="STATUS with role and epoch")
         poll(lambda: len(ns.seen("WATCHDOG=1")) >= 3, 10 * SLOW,
              what="watchdog pings every WATCHDOG_USEC/2")
+        # The interval follows the session timeout T (2 s here): the
+        # watchdog thread ends a stalled loop at T/2, systemd at T.
+        poll(lambda: ns.seen("WATCHDOG_USEC=2000000"), 10 * SLOW,
+             what="WATCHDOG_USEC set to the session timeout")
         assert a.stop() == 0
         assert ns.seen("STOPPING=1")
+        # The stop is not cut short by systemd's watchdog: its interval
+        # was raised to cover the stop.
+        assert ns.seen("WATCHDOG_USEC=")[-1] != "WATCHDOG_USEC=2000000"
+        assert int(ns.seen("WATCHDOG_USEC=")[-1].split("=")[1]) > 5000000
         # READY came before any STATUS naming a leader.
         msgs = ns.messages
         assert msgs.index("READY=1") < min(i for i, m in enumerate(msgs)
