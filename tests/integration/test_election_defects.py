@@ -177,9 +177,13 @@ def uptime():
     return float(open("/proc/uptime").read().split()[0])
 
 
-def lose_term_and_come_back(a, p):
+def lose_term_and_come_back(a, p, t_session):
     """Cut a off until its term ends (its lease lapses, or at once under
     step_down), then let it back in on the same session, not leading."""
+    # The scenario needs a session older than T (6 s): before that, its
+    # creation anchors a lease at once, and a leads again on reconnecting.
+    poll(lambda: time.monotonic() - t_session > 6.5, 20, interval=0.1,
+         what="a's session to be older than T")
     p.blackhole()
     a.wait_for(lambda s: s["role"] == "unknown", 20, what="a's term to end")
     p.passthrough()
@@ -201,13 +205,17 @@ def test_release_after_lapsed_term_waits_for_hook(agents, election, proxies, tmp
     hook.write_text(HOOK_SLOW3)
     hook.chmod(0o755)
     p = proxies()
-    a = agents.new("a", zk_hostport=p.hostport, session_timeout="6s",
+    # tick_time unset: back on its session, a may lead again only once a
+    # request of the new connection was answered 3/5 of T/2 before a
+    # renewal, which leaves the test seconds to stop it before that.
+    a = agents.new("a", zk_hostport=p.hostport, session_timeout="6s", tick_time="",
                    extra_yaml="notify:\n  on_follower: [\"%s\", \"%s\"]\n"
                    "  hook_timeout: 20s\n" % (hook, marks))
+    t_session = time.monotonic()
     a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
     b = agents.new("b", session_timeout="6s")
     b.wait_for(lambda s: s["role"] == "follower", 30, what="b to follow")
-    lose_term_and_come_back(a, p)
+    lose_term_and_come_back(a, p, t_session)
     assert marks.exists() and "end" not in marks.read_text(), \
         "the hook should still run: %r" % (marks.read_text() if marks.exists() else None)
     if how == "stop":
@@ -235,16 +243,18 @@ def test_stop_after_dropped_term_waits_for_child(agents, election, proxies, tmp_
     child.chmod(0o755)
     p = proxies()
     a = agents.new("a", zk_hostport=p.hostport, session_timeout="6s", start=False,
+                   tick_time="",
                    extra_yaml="notify:\n  run: [\"%s\", \"%s\"]\n" % (child, beats))
     text = open(a.config).read().replace("  id: a\n", "  id: a\n  disconnect: step_down\n")
     with open(a.config, "w") as f:
         f.write(text)
+    t_session = time.monotonic()
     a.start()
     a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
     poll(lambda: beats.exists() and beats.read_text().strip(), 10, what="a's child to run")
     b = agents.new("b", session_timeout="6s")
     b.wait_for(lambda s: s["role"] == "follower", 30, what="b to follow")
-    lose_term_and_come_back(a, p)
+    lose_term_and_come_back(a, p, t_session)
     a.signal(signal.SIGTERM)
     b.wait_for(lambda s: s["is_leader"] is True, 30, what="b to lead")
     t_b = uptime()
