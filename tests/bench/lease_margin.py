@@ -11,6 +11,7 @@ an ensemble of its own per case, T = 400 ms:
   obs-t8  tickTime 50 ms; A's only server is an observer syncing from F's
           ObserverMaster (observerMasterPort on every server)
   obs-t2  the same with tickTime 200 ms
+  t3, obs-t3  tickTime 133 ms (about T/3, the largest tick DESIGN assumes)
 
 In every case F is SIGSTOPped right after A's renewal is acknowledged, and
 the successor B talks to the ZooKeeper leader only. The gap is B's first
@@ -21,6 +22,8 @@ DESIGN §2 rule 2 keeps), and the trials with two leaders at once (gap <= 0).
 
     tests/bench/lease_margin.py [--trials 30] [--cases t8,t2,obs-t8,obs-t2]
                                 [--trigger log|status]
+
+The default runs every case.
 
 --trigger status detects the acknowledged renewal from /v1/status
 (lease_remaining_ms jumping up) instead of the `audit: lease` log line, for
