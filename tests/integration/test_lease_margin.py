@@ -79,7 +79,7 @@ class Case:
 
     @property
     def label(self):
-        return "%stick %d ms = T/%g" % ("observer, " if self.observer else "", self.tick_ms,
+        return "%stick %d ms = T/%.3g" % ("observer, " if self.observer else "", self.tick_ms,
                                         T_MS / float(self.tick_ms))
 
     def __repr__(self):
