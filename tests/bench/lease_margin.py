@@ -23,9 +23,10 @@ verdict() in the test: the audit lines, or the probes surely), and those
 where only the probes' lower bound was <= 0 ("doubtful").
 
     tests/bench/lease_margin.py [--trials 30] [--cases t8,t2,obs-t8,obs-t2]
-                                [--trigger log|status]
+                                [--trigger log|status] [--tell-tick]
 
-The default runs every case.
+The default runs every case. --tell-tick writes `zookeeper.tick_time` (the
+servers' real tick) into the agents' configuration.
 
 --trigger status detects the acknowledged renewal from /v1/status
 (lease_remaining_ms jumping up) instead of the `audit: lease` log line, for
@@ -46,6 +47,9 @@ def main():
     ap.add_argument("--cases", default=",".join(lm.CASES),
                     help="comma-separated, of: %s" % ", ".join(lm.CASES))
     ap.add_argument("--trigger", choices=("log", "status"), default="log")
+    ap.add_argument("--tell-tick", action="store_true",
+                    help="configure the agents with the servers' tickTime "
+                         "(zookeeper.tick_time, agents that know the option)")
     args = ap.parse_args()
     if not 1 <= args.trials <= 1000:
         ap.error("--trials must be 1..1000")
@@ -54,8 +58,9 @@ def main():
         if c not in lm.CASES:
             ap.error("no case %r (cases: %s)" % (c, ", ".join(lm.CASES)))
     bl.header("lease margin: worst case through a stopped ZooKeeper follower, T %d ms, "
-              "%d trials per case (%s), trigger %s" % (lm.T_MS, args.trials,
-                                                       ", ".join(cases), args.trigger))
+              "%d trials per case (%s), trigger %s%s" % (
+                  lm.T_MS, args.trials, ", ".join(cases), args.trigger,
+                  ", agents told the tick" if args.tell_tick else ""))
     sums = []
     for name in cases:
         case = lm.CASES[name]
@@ -67,7 +72,8 @@ def main():
         try:
             ens.start()
             for i in range(args.trials):
-                f = lm.lease_trial(ens, trigger=args.trigger, case=case)
+                f = lm.lease_trial(ens, trigger=args.trigger, case=case,
+                                   tell_tick=args.tell_tick)
                 figs.append(f)
                 print(lm.format_trial(i + 1, f))
                 sys.stdout.flush()

@@ -42,9 +42,10 @@ the audit lines say no is printed as doubtful (see verdict()). Min and
 median are printed.
 
 An agent that will not lead through an observer passes the observer cases
-if A never answers `is_leader: true`, alone for 15 s, then beside B until B
-leads or for 10 T (B need not lead: A's node stays first in line); such a
-trial is counted as "refused", with no gap.
+if A never answers `is_leader: true`, alone (for 15 s, or until its status
+says for 1 s that its server, an observer, bars it: `session.server` and
+`reason`), then beside B until B leads or for 10 T (B need not lead if A's
+node stays first in line); such a trial is counted as "refused", no gap.
 
     ZKELECT_LEASE_TRIALS=N       trials per case (default 3)
     ZKELECT_LEASE_CASES=t8,t2    the cases to run (default t8,t2,obs-t8,obs-t2)
@@ -183,24 +184,34 @@ def _relay_of(ens, case, zl):
     return O, F
 
 
-def lease_trial(ens, trigger="log", case=None):
+def _barred_by_observer(st):
+    """A status that says the agent will not lead because its server is an
+    observer (agents that report session.server and reason)."""
+    return bool(st) and st.get("is_leader") is not True and \
+        (st.get("session") or {}).get("server") == "observer" and bool(st.get("reason"))
+
+
+def lease_trial(ens, trigger="log", case=None, tell_tick=False):
     """One worst-case trial. Returns a dict: gap_ms (probes), audit_gap_ms (or
-    None), refused (A never led through an observer), and what was seen."""
+    None), refused (A never led through an observer), and what was seen.
+    tell_tick: configure the agents with the servers' tickTime
+    (`zookeeper.tick_time`; agents that know the option)."""
     case = case or CASES["t8"]
     zl = ens.ensure_healthy()
     server, F = _relay_of(ens, case, zl)
     aset = AgentSet(server.hostport, new_election_path())
+    zk_yaml = "  tick_time: %dms\n" % case.tick_ms if tell_tick else ""
     pa = pb = None
     try:
-        A = aset.new("A", session_timeout=SESSION, zk_hostport=server.hostport)
-        try:
-            A.wait_for(lambda s: s["is_leader"] is True, 30 if not case.observer else 15,
-                       what="A to lead")
-        except AssertionError:
-            if not case.observer:
-                raise
-            return _refused_trial(aset, A, zl, F, server)
-        B = aset.new("B", session_timeout=SESSION, zk_hostport=zl.hostport)
+        A = aset.new("A", session_timeout=SESSION, zk_hostport=server.hostport,
+                     zk_yaml=zk_yaml)
+        if case.observer:
+            st = _wait_lead_or_refusal(A)
+            if st is None or st.get("is_leader") is not True:
+                return _refused_trial(aset, A, zl, F, server, zk_yaml)
+        else:
+            A.wait_for(lambda s: s["is_leader"] is True, 30, what="A to lead")
+        B = aset.new("B", session_timeout=SESSION, zk_hostport=zl.hostport, zk_yaml=zk_yaml)
         B.wait_for(lambda s: s["role"] == "follower" and (s["leader"] or {}).get("id") == "A",
                    30, what="B to follow A")
         st = A.wait_for(lambda s: s["candidates"] == 2, 30, what="A to count 2")
@@ -247,15 +258,38 @@ def lease_trial(ens, trigger="log", case=None):
         ens.wait_quorum(90, expect=len(ens.servers), what="the quorum healed after the trial")
 
 
-def _refused_trial(aset, A, zl, F, server):
-    """A did not lead through the observer within 15 s. B (on the ZooKeeper
-    leader) joins; A must never answer true while both are probed for 10 T
-    or until B leads (B may not: A's node, first in line, still stands)."""
+def _wait_lead_or_refusal(A, timeout=15):
+    """A's status once it leads, or says (for 1 s on end) that the observer
+    it is on bars it from leading; None if neither within `timeout` s."""
+    since = [None]
+
+    def probe():
+        st = A.status(timeout=0.5)
+        if st and st.get("is_leader") is True:
+            return st
+        if _barred_by_observer(st):
+            since[0] = since[0] or time.monotonic()
+            if time.monotonic() - since[0] >= 1.0:
+                return st
+        else:
+            since[0] = None
+        return None
+    try:
+        return poll(probe, timeout, interval=0.02, what="A to lead or to say why not")
+    except AssertionError:
+        return None
+
+
+def _refused_trial(aset, A, zl, F, server, zk_yaml=""):
+    """A did not lead through the observer (within 15 s, or it said why).
+    B (on the ZooKeeper leader) joins; A must never answer true while both
+    are probed for 10 T or until B leads (B may not: A's node, first in
+    line, may still stand)."""
     st_a = A.status(timeout=1.0)
     pa = LeaderProbe(A).start()
     b_led = False
     try:
-        B = aset.new("B", session_timeout=SESSION, zk_hostport=zl.hostport)
+        B = aset.new("B", session_timeout=SESSION, zk_hostport=zl.hostport, zk_yaml=zk_yaml)
         pb = LeaderProbe(B).start()
         try:
             t_end = time.monotonic() + 10 * T_MS / 1000.0 * SLOW

@@ -230,7 +230,10 @@ class Agent:
     """One zkelectd process with its own config, socket and log file."""
 
     def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
-                 candidate=True, extra_yaml="", log_level="debug", listen=None):
+                 candidate=True, extra_yaml="", log_level="debug", listen=None,
+                 zk_yaml=""):
+        """extra_yaml is appended to the config; zk_yaml goes inside its
+        `zookeeper:` section (indented lines)."""
         self.id = agent_id
         self.path = path
         self.zk_hostport = zk_hostport
@@ -241,6 +244,7 @@ class Agent:
         self.session_timeout = session_timeout
         self.candidate = candidate
         self.extra_yaml = extra_yaml
+        self.zk_yaml = zk_yaml
         self.log_level = log_level
         self.listen = listen          # optional loopback TCP listener
         self.proc = None
@@ -254,6 +258,7 @@ class Agent:
             f.write("zookeeper:\n")
             f.write("  servers: \"%s\"\n" % self.zk_hostport)
             f.write("  session_timeout: %s\n" % self.session_timeout)
+            f.write(self.zk_yaml)
             f.write("election:\n")
             f.write("  path: %s\n" % self.path)
             f.write("  id: %s\n" % self.id)
