@@ -1980,7 +1980,7 @@ election_lease_remaining(const struct election *e, uint64_t now)
  * whose watch on the queue keeps it current; -1 before the first count.
  * Followers count when they list (joining, or when a node ahead of them
  * is found missing), not as nodes join behind them: a watch on the queue
- * would wake them all at every change (DESIGN §5, scale).
+ * would wake them all at every change (doc/design.md, "Targets": scale).
  */
 int64_t
 election_candidates_age(const struct election *e, uint64_t now)
@@ -2001,7 +2001,8 @@ election_hold_remaining(const struct election *e, uint64_t now)
 }
 
 /*
- * An id names one agent (DESIGN §1 stores it as node data); two agents
+ * An id names one agent (stored as node data: doc/design.md, "Nodes in
+ * ZooKeeper"); two agents
  * configured with the same one are a mistake we can see in two places: a
  * claim with our id that is no term of ours (not one we led under, nor one
  * we were named or claimed under), and, for the leader, a successor whose node carries

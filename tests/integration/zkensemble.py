@@ -2,8 +2,26 @@
 """A 3-server ZooKeeper ensemble on loopback for the fault tests.
 
 Each server has its own client, quorum and election ports, its own data dir
-(with myid), zoo.cfg (tickTime=200, small initLimit/syncLimit, 4lw whitelist,
-admin server off) and log4j configuration writing to a file. Servers can be
+(with myid), zoo.cfg (tickTime=200 unless told, initLimit/syncLimit of 4 s
+and 2 s whatever the tick, 4lw whitelist, admin server off) and log4j
+configuration writing to a file.
+
+Ensemble(size, observers=K) adds K observers (`server.N=...:observer` in
+every cfg, `peerType=observer` in the observer's own). With
+observer_master=True every server also gets `observerMasterPort=`: each
+follower then serves observers on that port, and an observer connects to a
+follower (chosen at random, the leader never: ZooKeeper 3.8 starts an
+ObserverMaster only in a follower) instead of to the leader, so the
+follower relays the observer's requests and session touches. An observer
+derives each voter's ObserverMaster address from that voter's quorum address
+and its *own* observerMasterPort, so the port is one for all servers, and
+with observer_master=True server N listens on its own loopback address
+127.0.0.N (client, quorum, election and ObserverMaster ports). tick_ms sets
+the ensemble's tickTime; reconfig_enabled writes `reconfigEnabled=true`
+(ZooKeeper then moves the server lines to a zoo.cfg.dynamic.* file and
+rewrites zoo.cfg, without peerType); client_in_server_lines appends each
+server's `;host:clientPort` to its server line, so that /zookeeper/config
+names the client addresses too. Servers can be
 started, stopped (SIGTERM), killed (SIGKILL), paused (SIGSTOP) and resumed.
 wait_quorum() polls `srvr` on every server with a deadline until one leads
 and the others follow.
@@ -14,6 +32,7 @@ resumes what an earlier test left broken.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +46,8 @@ from zkharness import (LOG4J, SLOW, ZK_EXTRA_JARS, ZK_JAR, four_letter, free_por
 TICK_MS = 200
 INIT_LIMIT = 20       # ticks: 4 s for a follower to connect and sync (slow JVMs)
 SYNC_LIMIT = 10       # ticks: 2 s before a silent follower/leader is dropped
+INIT_MS = INIT_LIMIT * TICK_MS
+SYNC_MS = SYNC_LIMIT * TICK_MS
 
 
 def _mode_of(srvr_answer):
@@ -39,9 +60,11 @@ def _mode_of(srvr_answer):
 
 
 class EnsembleServer:
-    def __init__(self, myid, base_dir, client_port, quorum_port, election_port):
+    def __init__(self, myid, base_dir, client_port, quorum_port, election_port,
+                 observer=False, host="127.0.0.1"):
         self.myid = myid
-        self.host = "127.0.0.1"
+        self.host = host
+        self.observer = observer
         self.port = client_port
         self.quorum_port = quorum_port
         self.election_port = election_port
@@ -62,7 +85,9 @@ class EnsembleServer:
     def log_path(self):
         return os.path.join(self.dir, "zookeeper.log")
 
-    def write_config(self, peers):
+    def write_config(self, peers, tick_ms=TICK_MS, observer_master_port=None,
+                     reconfig_enabled=False, client_in_server_lines=False):
+        """zoo.cfg for this server; `peers` is every server, itself included."""
         os.makedirs(self.data, exist_ok=True)
         os.makedirs(self.conf, exist_ok=True)
         with open(os.path.join(self.data, "myid"), "w") as f:
@@ -70,9 +95,9 @@ class EnsembleServer:
         with open(os.path.join(self.conf, "log4j.properties"), "w") as f:
             f.write(LOG4J)
         with open(self.cfg, "w") as f:
-            f.write("tickTime=%d\n" % TICK_MS)
-            f.write("initLimit=%d\n" % INIT_LIMIT)
-            f.write("syncLimit=%d\n" % SYNC_LIMIT)
+            f.write("tickTime=%d\n" % tick_ms)
+            f.write("initLimit=%d\n" % -(-INIT_MS // tick_ms))
+            f.write("syncLimit=%d\n" % -(-SYNC_MS // tick_ms))
             f.write("dataDir=%s\n" % self.data)
             f.write("clientPort=%d\n" % self.port)
             f.write("clientPortAddress=%s\n" % self.host)
@@ -82,10 +107,16 @@ class EnsembleServer:
             f.write("4lw.commands.whitelist=*\n")
             f.write("maxClientCnxns=0\n")
             f.write("standaloneEnabled=false\n")
-            f.write("reconfigEnabled=false\n")
+            f.write("reconfigEnabled=%s\n" % ("true" if reconfig_enabled else "false"))
+            if self.observer:
+                f.write("peerType=observer\n")
+            if observer_master_port:
+                f.write("observerMasterPort=%d\n" % observer_master_port)
             for p in peers:
-                f.write("server.%d=127.0.0.1:%d:%d\n" % (p.myid, p.quorum_port,
-                                                         p.election_port))
+                f.write("server.%d=%s:%d:%d%s%s\n" % (
+                    p.myid, p.host, p.quorum_port, p.election_port,
+                    ":observer" if p.observer else "",
+                    ";%s:%d" % (p.host, p.port) if client_in_server_lines else ""))
 
     def start(self):
         assert not self.running(), "zk%d already running" % self.myid
@@ -113,7 +144,8 @@ class EnsembleServer:
         return four_letter(self.host, self.port, "srvr", timeout=timeout)
 
     def mode(self):
-        """'leader', 'follower', or None (down, paused, not serving)."""
+        """'leader', 'follower', 'observer', or None (down, paused, not
+        serving)."""
         return _mode_of(self.srvr())
 
     def zxid(self):
@@ -173,6 +205,20 @@ class EnsembleServer:
             self._out.close()
             self._out = None
 
+    def learner_master(self):
+        """For an observer: the myid of the server it last began to observe
+        through (its log's last `Observing new leader sid=N`: the leader, or
+        with observerMasterPort a follower's ObserverMaster), or None."""
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read().decode(errors="replace")
+        except OSError:
+            return None
+        m = None
+        for m in re.finditer(r"Observing new leader sid=(\d+)", data):
+            pass
+        return int(m.group(1)) if m else None
+
     def log_tail(self, n=3000):
         try:
             with open(self.log_path, "rb") as f:
@@ -187,14 +233,30 @@ class EnsembleServer:
 
 
 class Ensemble:
-    def __init__(self, size=3):
+    def __init__(self, size=3, observers=0, tick_ms=TICK_MS, observer_master=False,
+                 reconfig_enabled=False, client_in_server_lines=False):
+        """`size` voting servers (myid 1..size), then `observers` observers."""
         self.dir = tempfile.mkdtemp(prefix="zkit-ens-", dir="/tmp")
+        self.tick_ms = tick_ms
         self.servers = []
-        for i in range(1, size + 1):
+        for i in range(1, size + observers + 1):
+            host = "127.0.0.%d" % i if observer_master else "127.0.0.1"
             self.servers.append(EnsembleServer(i, self.dir, free_port(), free_port(),
-                                               free_port()))
+                                               free_port(), observer=i > size, host=host))
+        self.observer_master_port = free_port() if observer_master else None
         for s in self.servers:
-            s.write_config(self.servers)
+            s.write_config(self.servers, tick_ms=tick_ms,
+                           observer_master_port=self.observer_master_port,
+                           reconfig_enabled=reconfig_enabled,
+                           client_in_server_lines=client_in_server_lines)
+
+    @property
+    def voters(self):
+        return [s for s in self.servers if not s.observer]
+
+    @property
+    def observers(self):
+        return [s for s in self.servers if s.observer]
 
     def start(self, timeout=120):
         if not shutil.which("java"):
@@ -218,8 +280,9 @@ class Ensemble:
 
     def wait_quorum(self, timeout=90, expect=None, what=None):
         """Poll `srvr` until exactly one server leads and every other live one
-        follows; `expect` = how many must serve (default: every server that
-        runs and is not paused). Returns the leading EnsembleServer."""
+        follows (an observer: observes); `expect` = how many must serve
+        (default: every server that runs and is not paused). Returns the
+        leading EnsembleServer."""
         last = {}
 
         def probe():
@@ -228,7 +291,8 @@ class Ensemble:
             ms = {s.myid: s.mode() for s in live}
             last["m"] = ms
             leaders = [s for s in live if ms[s.myid] == "leader"]
-            followers = [s for s in live if ms[s.myid] == "follower"]
+            followers = [s for s in live
+                         if ms[s.myid] == ("observer" if s.observer else "follower")]
             if len(leaders) == 1 and len(leaders) + len(followers) == want:
                 return leaders[0]
             return None

@@ -237,7 +237,9 @@ class Agent:
 
     def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
                  candidate=True, extra_yaml="", log_level="debug", listen=None,
-                 tick_time=None):
+                 tick_time=None, zk_yaml=""):
+        """extra_yaml is appended to the config; zk_yaml goes inside its
+        `zookeeper:` section (indented lines)."""
         self.id = agent_id
         self.path = path
         self.zk_hostport = zk_hostport
@@ -248,6 +250,7 @@ class Agent:
         self.session_timeout = session_timeout
         self.candidate = candidate
         self.extra_yaml = extra_yaml
+        self.zk_yaml = zk_yaml
         self.log_level = log_level
         self.listen = listen          # optional loopback TCP listener
         # zookeeper.tick_time, as an operator who knows the servers sets it:
@@ -265,8 +268,9 @@ class Agent:
             f.write("zookeeper:\n")
             f.write("  servers: \"%s\"\n" % self.zk_hostport)
             f.write("  session_timeout: %s\n" % self.session_timeout)
-            if self.tick_time:
+            if self.tick_time and "tick_time:" not in self.zk_yaml:
                 f.write("  tick_time: %s\n" % self.tick_time)
+            f.write(self.zk_yaml)
             f.write("election:\n")
             f.write("  path: %s\n" % self.path)
             f.write("  id: %s\n" % self.id)
