@@ -64,7 +64,7 @@ void zk_close(struct zk *zk);
 /* Feeds one event to the election and performs the resulting actions. */
 void zk_feed(struct zk *zk, struct election_event *ev);
 /* Tells the election (from the loop) that the app has been told of a loss. */
-void zk_notified(struct zk *zk);
+void zk_notified(struct zk *zk, uint64_t told);
 /* The ZooKeeper client's last complaint ("" if none since the handle opened). */
 void zk_last_error(char *buf, size_t len);
 

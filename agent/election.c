@@ -275,6 +275,7 @@ election_set_role(struct election *e, enum election_role role,
 		/* Rule 10: whatever comes next, our node goes only once the
 		 * app has heard of this loss (EV_NOTIFIED). */
 		a->wait = true;
+		a->told = ++e->losses;
 		e->app_owed = true;
 		/* Our watch on the queue kept the count current until now. */
 		if (e->session == SESSION_CONNECTED && e->candidates_counted)
@@ -1928,6 +1929,10 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_stop(e, out);
 		break;
 	case EV_NOTIFIED:
+		/* An acknowledgement queued before a later loss does not
+		 * cover it: that one's comes once the app has heard of it. */
+		if (ev->told < e->losses)
+			break;
 		e->app_owed = false;
 		if (e->phase == PHASE_RELEASING)
 			election_let_go(e, out);

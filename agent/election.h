@@ -126,6 +126,8 @@ struct election_event {
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
 	bool		 deleted;	/* watch said the node was deleted */
 	enum election_server server;	/* EV_SERVER */
+	uint64_t	 told;		/* EV_NOTIFIED: the loss it acknowledges
+					   (an action's told; all before it too) */
 };
 
 enum election_action_type {
@@ -168,6 +170,7 @@ struct election_action {
 	const char	*reason;
 	bool		 wait;		/* answer with EV_NOTIFIED: every loss
 					   of leadership; a release waits for it */
+	uint64_t	 told;		/* the loss's number, for EV_NOTIFIED */
 	bool		 node_stands;	/* a loss after which our node (and so
 					   no successor) stands until the lease
 					   deadline: the child may get time */
@@ -296,6 +299,7 @@ struct election {
 	bool		 stopping;
 	bool		 app_owed;	/* a loss the app has not finished
 					   hearing of (no EV_NOTIFIED yet) */
+	uint64_t	 losses;	/* losses of leadership so far */
 	bool		 epoch_behind;	/* BAR_EPOCH_BACKWARDS */
 	bool		 off_queue;	/* out of the queue: no lease here */
 

@@ -108,6 +108,7 @@ struct notify {
 	struct event	*ev_resign;
 
 	bool		 owe_notified;	/* EV_NOTIFIED once all is done */
+	uint64_t	 owe_told;	/* ... acknowledging losses up to this */
 	struct event	*ev_sigchld;
 	struct notify_stats stats;
 };
@@ -792,7 +793,7 @@ notify_progress(struct notify *n)
 	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
 	    n->child.g.pid <= 0) {
 		n->owe_notified = false;
-		zk_notified(n->agent->zk);
+		zk_notified(n->agent->zk, n->owe_told);
 	}
 }
 
@@ -872,8 +873,11 @@ notify_transition(struct notify *n, const struct election_action *a)
 			notify_push(n, STEP_HOOK_FOLLOWER, a->to, a->reason,
 			    conf->notify_on_follower, NULL);
 	}
-	if (a->wait)
+	if (a->wait) {
 		n->owe_notified = true;
+		if (a->told > n->owe_told)
+			n->owe_told = a->told;
+	}
 	notify_progress(n);
 }
 

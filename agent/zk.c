@@ -577,6 +577,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		break;
 	case ZK_NOTIFIED:
 		ev.type = EV_NOTIFIED;
+		ev.told = (uint64_t)m->zxid;
 		zk_trace("told");
 		break;
 	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
@@ -1342,11 +1343,15 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		zk_refused(zk, req, rc);
 }
 
-/* The app has been told of a loss; the election may let the node go. */
+/* The app has been told of the losses up to told; the election may let
+ * the node go. */
 void
-zk_notified(struct zk *zk)
+zk_notified(struct zk *zk, uint64_t told)
 {
-	zk_enqueue(zk, zk_msg_new(ZK_NOTIFIED, 0, ZOK));
+	struct zk_msg *m = zk_msg_new(ZK_NOTIFIED, 0, ZOK);
+
+	m->zxid = (int64_t)told;
+	zk_enqueue(zk, m);
 }
 
 /*

@@ -146,6 +146,8 @@ agent_run_cb(void *p, uint64_t incarnation)
 		ev.sent = m->sent;
 		ev.deleted = m->deleted;
 		ev.server = m->server;
+		if (m->type == EV_NOTIFIED)
+			ev.told = (uint64_t)m->zxid;
 		agent_feed(a, &ev);
 		inmsg_free(m);
 	}
@@ -537,7 +539,12 @@ driver_perform(struct agent *a, const struct election_action *x)
 
 			a->next_hook_us = 0;
 			a->telling = true;
-			sim_at(S->now + d, notified_cb, a, a->incarnation);
+			if (x->told > a->told_owed)
+				a->told_owed = x->told;
+			/* The app is told of this loss (and of those before it)
+			 * after d: the acknowledgement carries its number. */
+			sim_at(S->now + d, notified_cb, a,
+			    a->incarnation << 32 | (x->told & 0xffffffffu));
 		}
 		break;
 	case ACT_EXIT:
@@ -547,14 +554,19 @@ driver_perform(struct agent *a, const struct election_action *x)
 }
 
 static void
-notified_cb(void *p, uint64_t incarnation)
+notified_cb(void *p, uint64_t arg)
 {
 	struct agent *a = p;
+	struct inmsg *m;
 
-	if (incarnation != a->incarnation || !a->running)
+	if (arg >> 32 != (a->incarnation & 0xffffffffu) || !a->running)
 		return;
-	a->telling = false;
-	agent_push(a, inmsg_new(0, EV_NOTIFIED));
+	if ((arg & 0xffffffffu) > a->told_done)
+		a->told_done = arg & 0xffffffffu;
+	a->telling = a->told_done < a->told_owed;
+	m = inmsg_new(0, EV_NOTIFIED);
+	m->zxid = (int64_t)(arg & 0xffffffffu);
+	agent_push(a, m);
 }
 
 /* --- Steps and ticks --- */
@@ -701,6 +713,7 @@ agent_start(struct agent *a)
 	a->incarnation++;
 	a->run_scheduled = false;
 	a->telling = false;
+	a->told_owed = a->told_done = 0;
 	a->hold_until = 0;
 	a->resigned_at = 0;
 	a->end_lapsed = false;

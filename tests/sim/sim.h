@@ -427,6 +427,8 @@ struct agent {
 	stime		 restart_after;	/* once exited: restart after this */
 	/* checks */
 	bool		 telling;	/* a loss is being told, not done */
+	uint64_t	 told_owed;	/* the latest loss the app must hear of */
+	uint64_t	 told_done;	/* ... and the latest it has heard of */
 	uint64_t	 hold_until;	/* local ms: no term before this */
 	stime		 resigned_at;	/* no term with a node made before */
 	stime		 lead_start;	/* true time its last term began */

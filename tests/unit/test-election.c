@@ -128,7 +128,9 @@
 #define TICK(t)			{ .type = EV_TICK, .now = (t) }
 #define RESIGN(h, t)		{ .type = EV_RESIGN, .hold_ms = (h), .now = (t) }
 #define STOP(t)			{ .type = EV_STOP, .now = (t) }
-#define NOTIFIED(t)		{ .type = EV_NOTIFIED, .now = (t) }
+/* The app has heard of every loss so far. */
+#define NOTIFIED(t)		{ .type = EV_NOTIFIED, .told = UINT64_MAX, .now = (t) }
+#define NOTIFIED_OF(n, t)	{ .type = EV_NOTIFIED, .told = (n), .now = (t) }
 #define AHEAD(nm, r, t) \
 	{ .type = EV_AHEAD_CHECKED, .name = (nm), .rc = (r), .now = (t) }
 
@@ -1521,6 +1523,36 @@ START_TEST(test_rule10_release_after_standing_loss_waits_for_app)
 }
 END_TEST
 
+/*
+ * An acknowledgement counts only for the losses up to the one it names: one
+ * queued before a later loss must not let the node go while the app is
+ * still hearing of that one (the simulator found it: a lapse applied at
+ * the top of the step that carried the older acknowledgement).
+ */
+START_TEST(test_rule10_stale_acknowledgement_does_not_release)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ CONNECTED(T0 + 1600), "read_claim list", PH(PHASE_LISTING) },
+		{ CHILDREN(T0 + 1610), "read_claim", PH(PHASE_TAKEOVER),
+		  KIDS(ME(1, 03), E04) },
+		{ STOP(T0 + 1620), "", PH(PHASE_RELEASING) },
+		{ NOTIFIED_OF(0, T0 + 1700), "", PH(PHASE_RELEASING) },
+		{ NOTIFIED_OF(1, T0 + 3000), "release:" ME(1, 03),
+		  PH(PHASE_DELETING) },
+	};
+	const struct election_action *a;
+
+	join_leader(&e);
+	e.step_down = true;
+	feed(&e, (struct election_event)CONNECTING(T0 + 1500));
+	a = find_notify(&out);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_uint_eq(a->told, 1);
+	RUN(&e, s);
+}
+END_TEST
+
 /* Told already: a release after a standing loss goes at once. */
 START_TEST(test_rule10_release_after_told_goes_at_once)
 {
@@ -2442,6 +2474,7 @@ election_suite(void)
 	tcase_add_test(tc, test_sim_no_tick_for_a_renewal_not_sent);
 	tcase_add_test(tc, test_rule10_release_after_standing_loss_waits_for_app);
 	tcase_add_test(tc, test_rule10_release_after_told_goes_at_once);
+	tcase_add_test(tc, test_rule10_stale_acknowledgement_does_not_release);
 	tcase_add_test(tc, test_lease_after_timeout_shrinks);
 	tcase_add_test(tc, test_lease_shapes);
 	tcase_add_test(tc, test_lease_until_anchor);
