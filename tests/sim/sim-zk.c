@@ -1297,6 +1297,7 @@ zk_relay_cb(void *p, uint64_t a)
 	else
 		for (i = 0; i < m->nsessions; i++)
 			zk_touch(m->wtype, m->sessions[i]);
+	msg_free(m);
 }
 
 /* --- Followers leaving and rejoining the quorum --- */
