@@ -152,6 +152,14 @@ def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observe
         got = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
                    what="3 agents owning 4 of 12 partitions each")
         owner, epochs = got
+        # Held for 3 session timeouts: the same owners under the same
+        # epochs, so each lease was renewed (by the session's one renewal)
+        # and none lapsed.
+        t_end = time.monotonic() + 6.0
+        while time.monotonic() < t_end:
+            time.sleep(0.5)
+        again = settled(trio, [4, 4, 4])
+        assert again is not None and again == (owner, epochs), again
         # Every partition's epoch is its claim node's mzxid, and the claim
         # names the owner.
         claims = claim_epochs(observer, election)
