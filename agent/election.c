@@ -95,9 +95,22 @@ election_bar_name(enum election_bar b)
 	case BAR_EPOCH_BACKWARDS:
 		return "ZooKeeper's zxid went below an epoch this agent led "
 		    "under (restored from an older snapshot?)";
+	case BAR_SLOW_ZOOKEEPER:
+		return "round trips to ZooKeeper too slow to start a term";
 	default:
 		return NULL;
 	}
+}
+
+const char *
+election_bar_text(const struct election_report *r, char *buf, size_t len)
+{
+	if (r->bar != BAR_SLOW_ZOOKEEPER)
+		return election_bar_name(r->bar);
+	snprintf(buf, len, "round trips to ZooKeeper (%" PRIu64 " ms of a %d ms "
+	    "session timeout) leave too little lease to start a term",
+	    r->slow_rtt_ms, r->timeout_ms);
+	return buf;
 }
 
 const char *
@@ -172,12 +185,46 @@ election_note_sent(struct election *e)
 	e->sent[e->nsent++] = e->now;
 }
 
+/*
+ * A round trip came back. A term that starts must last: a leader's renewal
+ * unanswered for kick is stalled, and its term may not survive the move to
+ * another server. So no term starts after slow round trips in a row (or
+ * one as slow as kick) until fast ones in a row say the link is well again:
+ * the gap between the two thresholds keeps a link near one of them from
+ * starting term after term (doc/design.md, "A slow ZooKeeper").
+ */
+static void
+election_note_rtt(struct election *e, uint64_t rtt)
+{
+	if (e->lease_naive || !e->shape.ok)
+		return;
+	if (rtt >= e->shape.slow) {
+		e->fast_runs = 0;
+		if (++e->slow_runs >= ELECTION_SLOW_RUNS ||
+		    rtt >= e->shape.kick) {
+			if (e->slow_rtt == 0)
+				e->slow_rtt = rtt;
+		}
+		return;
+	}
+	e->slow_runs = 0;
+	if (e->slow_rtt != 0 && rtt < e->shape.fast) {
+		if (++e->fast_runs >= ELECTION_FAST_RUNS) {
+			e->slow_rtt = 0;
+			e->fast_runs = 0;
+		}
+	} else
+		e->fast_runs = 0;
+}
+
 /* The request sent at s was answered now. */
 static void
 election_note_acked(struct election *e, uint64_t s)
 {
 	int i;
 
+	if (s != 0 && s <= e->now)
+		election_note_rtt(e, e->now - s);
 	if (s > e->last_answer_sent)
 		e->last_answer_sent = s;
 	for (i = e->nsent - 1; i >= 0; i--)
@@ -1065,6 +1112,8 @@ election_try_lead(struct election *e, const char *reason,
 	    election_renew_every(e) + (uint64_t)e->timeout_ms / 6 :
 	    e->shape.start) >= e->lease_deadline)
 		return;
+	if (!e->lease_naive && e->slow_rtt != 0)
+		return;		/* it would not last: wait for faster trips */
 	if (!e->lease_naive && e->term_epoch <= e->spent_epoch) {
 		/*
 		 * A claim below an epoch we already led under: ZooKeeper's
@@ -2057,6 +2106,12 @@ election_report(const struct election *e, struct election_report *r)
 	else if (e->server == SERVER_OBSERVER &&
 	    e->session == SESSION_CONNECTED)
 		r->bar = BAR_OBSERVER;
+	else if (e->session != SESSION_CONNECTED)
+		r->bar = BAR_NONE;
+	else if (e->slow_rtt != 0) {
+		r->bar = BAR_SLOW_ZOOKEEPER;
+		r->slow_rtt_ms = e->slow_rtt;
+	}
 	r->duplicate_id = election_claim_foreign(e) || election_successor_twin(e);
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;

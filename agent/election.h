@@ -10,6 +10,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lease.h"
@@ -58,7 +59,12 @@ enum election_bar {
 	BAR_OBSERVER,		/* connected to an observer */
 	BAR_SHORT_TIMEOUT,	/* T < 2 x zookeeper.tick_time */
 	BAR_EPOCH_BACKWARDS,	/* our claim's zxid is below an epoch we led under */
+	BAR_SLOW_ZOOKEEPER,	/* round trips too slow to start a term on */
 };
+
+/* Slow round trips in a row that bar a term, fast ones that lift the bar. */
+#define ELECTION_SLOW_RUNS	2
+#define ELECTION_FAST_RUNS	3
 
 enum election_phase {
 	PHASE_IDLE,		/* not connected, or waiting for a retry */
@@ -198,6 +204,7 @@ struct election_report {
 	enum election_bar bar;		/* why we do not lead, if we could */
 	enum election_server server;	/* what the connected server is */
 	bool		 duplicate_id;	/* another contender has our id */
+	uint64_t	 slow_rtt_ms;	/* BAR_SLOW_ZOOKEEPER: the round trip */
 };
 
 struct election {
@@ -308,6 +315,11 @@ struct election {
 	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;
+
+	/* a slow ZooKeeper (doc/design.md, "A slow ZooKeeper") */
+	uint64_t	 slow_rtt;	/* the round trip that barred terms; 0: none */
+	int		 slow_runs;	/* slow round trips in a row */
+	int		 fast_runs;	/* fast ones in a row, while barred */
 };
 
 /* Sets up an election for ID; VALUE (may be NULL) travels in its claims. */
@@ -348,5 +360,8 @@ const char *election_action_name(enum election_action_type t);
 const char *election_server_name(enum election_server s);
 /* Why a candidate does not lead, in words; NULL for BAR_NONE. */
 const char *election_bar_name(enum election_bar b);
+/* The same for a report, with its figures (the slow round trip), in buf. */
+const char *election_bar_text(const struct election_report *r, char *buf,
+    size_t len);
 
 #endif

@@ -38,6 +38,16 @@ lease_shape(struct lease_shape *ls, uint64_t T, uint64_t tick)
 	ls->renew = lease_min(ls->R > T / 5 ? ls->R : T / 5, ls->span / 2);
 	ls->kick = lease_min(T / 6, (ls->span - ls->renew) / 2);
 	ls->start = ls->renew + T / 12;
+	/*
+	 * A leader's renewal unanswered for kick is stalled, and the term
+	 * seldom survives the move to another server over the same slow link;
+	 * a leader was measured to hold up to round trips of about 0.6 kick.
+	 * So a term starts only while round trips stay under half of kick,
+	 * and after round trips that did not, only once they are back under
+	 * a quarter of it (doc/design.md, "A slow ZooKeeper").
+	 */
+	ls->slow = ls->kick / 2;
+	ls->fast = ls->slow / 2;
 }
 
 uint64_t

@@ -1367,6 +1367,7 @@ zk_log_step(struct zk *zk, const struct election *before,
 {
 	const struct election *e = &zk->agent->election;
 	const char *reason = "";
+	char bartext[256];
 	uint64_t now = clock_now_ms();
 	int i;
 
@@ -1388,7 +1389,8 @@ zk_log_step(struct zk *zk, const struct election *before,
 	if (before->last.bar != e->last.bar) {
 		if (e->last.bar != BAR_NONE)
 			log_warnx("election: not leading: %s",
-			    election_bar_name(e->last.bar));
+			    election_bar_text(&e->last, bartext,
+			    sizeof(bartext)));
 		else
 			log_info("election: may lead again (%s no more)",
 			    election_bar_name(before->last.bar));

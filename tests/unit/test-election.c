@@ -1633,6 +1633,10 @@ START_TEST(test_lease_shapes)
 		ck_assert_uint_eq(ls.renew, rows[i].renew);
 		ck_assert_uint_eq(ls.kick, rows[i].kick);
 		ck_assert_uint_eq(ls.start, rows[i].start);
+		/* a slow ZooKeeper: no term starts past kick/2, and once
+		 * barred, none until round trips are back under kick/4 */
+		ck_assert_uint_eq(ls.slow, rows[i].kick / 2);
+		ck_assert_uint_eq(ls.fast, rows[i].kick / 4);
 	}
 }
 END_TEST
