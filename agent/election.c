@@ -97,6 +97,12 @@ election_bar_name(enum election_bar b)
 		    "under (restored from an older snapshot?)";
 	case BAR_SLOW_ZOOKEEPER:
 		return "round trips to ZooKeeper too slow to start a term";
+	case BAR_NO_ACCESS:
+		return "ZooKeeper refuses access to the election path (NOAUTH): "
+		    "check its ACL and zookeeper.auth";
+	case BAR_NO_CHROOT:
+		return "the election path cannot be created: the chroot of "
+		    "zookeeper.servers does not exist";
 	default:
 		return NULL;
 	}
@@ -741,6 +747,7 @@ election_on_parent(struct election *e, const struct election_event *ev,
 {
 	if (e->phase != PHASE_PARENT)
 		return;
+	e->no_chroot = ev->rc == ZNONODE;
 	if (ev->rc == ZOK || ev->rc == ZNODEEXISTS) {
 		election_watch_claim(e, out);
 		if (e->candidate)
@@ -965,9 +972,13 @@ election_on_children(struct election *e, const struct election_event *ev,
 	sorted = calloc((size_t)ev->count + 1, sizeof(*sorted));
 	if (byseq == NULL || sorted == NULL)
 		abort();
+	e->strangers = 0;
 	for (i = 0; i < ev->count; i++)
 		if ((byseq[n].seq = election_node_seq(ev->names[i])) >= 0)
 			byseq[n++].name = ev->names[i];
+		else if (e->strangers++ == 0)
+			snprintf(e->stranger, sizeof(e->stranger), "%s",
+			    ev->names[i]);
 	qsort(byseq, (size_t)n, sizeof(*byseq), election_seq_cmp);
 	for (i = 0; i < n; i++) {
 		sorted[i] = byseq[i].name;
@@ -1380,6 +1391,13 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			election_self_deleted(e, out);	/* our node, or its parent */
+		else if (ev->rc == ZNOAUTH) {
+			/* Rule 4: it cannot renew, nor prove anything. */
+			if (e->role == ELECTION_LEADER)
+				election_lose_standing(e,
+				    "access refused (NOAUTH)", out);
+			election_retry(e, out);
+		}
 		/* Other errors: the lease runs down, or a session event comes. */
 		return;
 	}
@@ -1914,6 +1932,13 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	if (e->phase == PHASE_LEADING && ev->type != EV_TICK &&
 	    e->now >= e->lease_deadline)
 		election_lapse(e, out);
+	/* Rule 14: NOAUTH on the election path until an answer says otherwise. */
+	if (ev->rc == ZNOAUTH)
+		e->no_access = true;
+	else if (ev->rc == ZOK && (ev->type == EV_CHILDREN ||
+	    ev->type == EV_CLAIM_DATA || ev->type == EV_RENEWED ||
+	    ev->type == EV_CLAIMED || ev->type == EV_CREATED))
+		e->no_access = false;
 	if (!election_is_current(e, ev))
 		return;		/* rule 7 */
 
@@ -2108,6 +2133,10 @@ election_report(const struct election *e, struct election_report *r)
 		r->bar = BAR_OBSERVER;
 	else if (e->session != SESSION_CONNECTED)
 		r->bar = BAR_NONE;
+	else if (e->no_chroot)
+		r->bar = BAR_NO_CHROOT;
+	else if (e->no_access)
+		r->bar = BAR_NO_ACCESS;
 	else if (e->slow_rtt != 0) {
 		r->bar = BAR_SLOW_ZOOKEEPER;
 		r->slow_rtt_ms = e->slow_rtt;

@@ -60,6 +60,8 @@ enum election_bar {
 	BAR_SHORT_TIMEOUT,	/* T < 2 x zookeeper.tick_time */
 	BAR_EPOCH_BACKWARDS,	/* our claim's zxid is below an epoch we led under */
 	BAR_SLOW_ZOOKEEPER,	/* round trips too slow to start a term on */
+	BAR_NO_ACCESS,		/* ZooKeeper answers NOAUTH on the election path */
+	BAR_NO_CHROOT,		/* the election path cannot be created: no chroot */
 };
 
 /* Slow round trips in a row that bar a term, fast ones that lift the bar. */
@@ -316,10 +318,16 @@ struct election {
 	uint64_t	 index;
 	struct election_report last;
 
-	/* a slow ZooKeeper (doc/design.md, "A slow ZooKeeper") */
+	/* a slow ZooKeeper (doc/design.md, "A slow ZooKeeper"); ZooKeeper
+	 * surprises (rule 14) */
 	uint64_t	 slow_rtt;	/* the round trip that barred terms; 0: none */
 	int		 slow_runs;	/* slow round trips in a row */
 	int		 fast_runs;	/* fast ones in a row, while barred */
+	bool		 no_access;	/* the last answer on the path was NOAUTH */
+	bool		 no_chroot;	/* the path's top could not be created */
+	int		 strangers;	/* children of the path that are not
+					   contenders, in the last listing */
+	char		 stranger[ELECTION_NAME_MAX];	/* the first of them */
 };
 
 /* Sets up an election for ID; VALUE (may be NULL) travels in its claims. */

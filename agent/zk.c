@@ -587,7 +587,8 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	}
 	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
-	    ev.rc != ZSESSIONEXPIRED && ev.rc != ZOPERATIONTIMEOUT)
+	    ev.rc != ZSESSIONEXPIRED && ev.rc != ZOPERATIONTIMEOUT &&
+	    (ev.rc != ZNOAUTH || !zk->agent->election.no_access))
 		log_warnx("zookeeper: %s%s%s: %s", zk_kind_names[m->kind],
 		    m->name != NULL ? " " : "", m->name != NULL ? m->name : "",
 		    zerror(ev.rc));
@@ -1225,7 +1226,12 @@ zk_perform(struct zk *zk, const struct election_action *a)
 			    zk_string_cb, NULL);
 			*p = '/';
 		}
-		log_info("election: creating the election path %s", path);
+		if (zk->agent->election.no_chroot)	/* said once already */
+			log_debug("election: creating the election path %s",
+			    path);
+		else
+			log_info("election: creating the election path %s",
+			    path);
 		req = zk_req_new(zk, ZK_PARENT, NULL);
 		rc = zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
 		    zk_string_cb, req);
@@ -1386,6 +1392,13 @@ zk_log_step(struct zk *zk, const struct election *before,
 		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
 		    " reason=%s", before->epoch, clock_now_us(), reason);
 
+	if (e->strangers > 0 && (before->strangers != e->strangers ||
+	    strcmp(before->stranger, e->stranger) != 0))
+		log_warnx("election: ignoring %d child%s of %s that %s not "
+		    "a candidate node (%s%s)", e->strangers,
+		    e->strangers == 1 ? "" : "ren", zk->path,
+		    e->strangers == 1 ? "is" : "are", e->stranger,
+		    e->strangers == 1 ? "" : ", ...");
 	if (before->last.bar != e->last.bar) {
 		if (e->last.bar != BAR_NONE)
 			log_warnx("election: not leading: %s",
