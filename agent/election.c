@@ -229,14 +229,16 @@ election_note_acked(struct election *e, uint64_t s)
 {
 	int i;
 
-	if (s != 0 && s <= e->now)
-		election_note_rtt(e, e->now - s);
 	if (s > e->last_answer_sent)
 		e->last_answer_sent = s;
 	for (i = e->nsent - 1; i >= 0; i--)
 		if (e->sent[i] == s) {
-			if (e->acked[i] == 0)
+			if (e->acked[i] == 0) {
 				e->acked[i] = e->now;
+				/* Sent on this connection (not queued while
+				 * the client reconnected): a round trip. */
+				election_note_rtt(e, e->now - s);
+			}
 			return;
 		}
 }

@@ -1793,6 +1793,126 @@ START_TEST(test_epoch_backwards_refused)
 END_TEST
 
 /*
+ * A slow ZooKeeper (doc/design.md, "A slow ZooKeeper"): with kick = 1000
+ * ms, round trips of 600 ms (two in a row at or over kick/2) bar a term,
+ * even with the lease to start one; three renewals in a row under kick/4
+ * lift the bar, and the agent leads under the claim it made meanwhile.
+ */
+START_TEST(test_slow_round_trips_start_no_term)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_report r;
+	char buf[256];
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "read_claim create", PH(PHASE_CREATING) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 3, T0 + 1), "" },
+		{ CREATED(ME(1, 03), SID, T0 + 5), "list", PH(PHASE_LISTING) },
+		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " read_claim",
+		  PH(PHASE_TAKEOVER), KIDS(ME(1, 03), E04) },
+		/* the read took 600 ms, the claim 600 more */
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 2, T0 + 608),
+		  "claim:" ME(1, 03), PH(PHASE_CLAIMING) },
+		{ CLAIMED(E1, T0 + 1208), "", R(ELECTION_UNKNOWN),
+		  PH(PHASE_CLAIMING) },
+	};
+	uint64_t t;
+	int i;
+
+	new_election(&e, true);
+	RUN(&e, s);
+	ck_assert_uint_eq(e.shape.kick, 1000);
+	ck_assert_uint_ge(e.lease_deadline, T0 + 1208 + e.shape.start);
+	election_report(&e, &r);
+	ck_assert_int_eq(r.bar, BAR_SLOW_ZOOKEEPER);
+	ck_assert_uint_eq(r.slow_rtt_ms, 600);
+	ck_assert_str_eq(election_bar_text(&r, buf, sizeof(buf)),
+	    "round trips to ZooKeeper (600 ms of a 6000 ms session timeout) "
+	    "leave too little lease to start a term");
+	/* Quick round trips: not under kick/4 (250 ms) yet, then three. */
+	t = T0 + 1300;
+	for (i = 0; i < 4; i++) {
+		while (e.next_renew > t || e.renew_inflight)
+			t += 50;
+		feed(&e, (struct election_event)TICK(t));
+		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+		t += i == 0 ? 300 : 20;
+		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1, t));
+		if (i < 3) {
+			ck_assert_int_eq(e.role, ELECTION_UNKNOWN);
+			ck_assert_int_eq(e.last.bar, BAR_SLOW_ZOOKEEPER);
+		}
+	}
+	ck_assert_str_eq(rendered, "notify:unknown>leader watch_children");
+	ck_assert_uint_eq(e.epoch, (uint64_t)E1);
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+}
+END_TEST
+
+/*
+ * NOAUTH on the election path (rule 14): a leader whose renewal is refused
+ * stops at once and says why until a request succeeds again.
+ */
+START_TEST(test_noauth_ends_the_term)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+
+	join_leader(&e);
+	feed(&e, (struct election_event)TICK(LEAD_AT + 1200));
+	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+	feed(&e, (struct election_event)RENEW_FAILED(ZNOAUTH, 2,
+	    LEAD_AT + 1210));
+	ck_assert_str_eq(rendered, "notify:leader>unknown/wait");
+	ck_assert_int_eq(e.last.bar, BAR_NO_ACCESS);
+	ck_assert_uint_ne(e.retry_at, 0);
+	feed(&e, (struct election_event)NOTIFIED(LEAD_AT + 1220));
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	feed(&e, (struct election_event)LIST_FAILED(ZNOAUTH, e.now + 5));
+	ck_assert_int_eq(e.last.bar, BAR_NO_ACCESS);
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	{
+		static char k1[] = ME(1, 03), k2[] = "junk";
+		char *kids[] = { k1, k2 };
+		struct election_event ev = CHILDREN(e.now + 5);
+
+		ev.names = kids;
+		ev.count = 2;
+		feed(&e, ev);
+	}
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+	ck_assert_int_eq(e.strangers, 1);
+	ck_assert_str_eq(e.stranger, "junk");
+	ck_assert_int_eq(e.candidates, 1);
+	ck_assert_int_eq(e.phase, PHASE_TAKEOVER);
+}
+END_TEST
+
+/* The chroot is missing: the path's creation finds no parent (rule 14). */
+START_TEST(test_missing_chroot_is_a_reason)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+
+	new_election(&e, true);
+	feed(&e, (struct election_event)CONNECTED_NEW(T0));
+	feed(&e, (struct election_event)CREATE_FAILED(ZNONODE, T0 + 5));
+	ck_assert_str_eq(rendered, "create_parent");
+	feed(&e, (struct election_event)PARENT_CREATED(ZNONODE, T0 + 8));
+	ck_assert_int_eq(e.last.bar, BAR_NO_CHROOT);
+	ck_assert_int_eq(e.role, ELECTION_UNKNOWN);
+	ck_assert_uint_ne(e.retry_at, 0);
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	feed(&e, (struct election_event)LIST_FAILED(ZNONODE, e.now + 5));
+	ck_assert_str_eq(rendered, "create_parent");
+	ck_assert_int_eq(e.last.bar, BAR_NO_CHROOT);
+	feed(&e, (struct election_event)PARENT_CREATED(ZOK, e.now + 5));
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+	ck_assert_str_eq(rendered, "read_claim create");
+}
+END_TEST
+
+/*
  * After a new session a candidate reads the election node once (the read
  * at the connect), not again when it lists: it owes no watch on it.
  */
@@ -2485,6 +2605,9 @@ election_suite(void)
 	tcase_add_test(tc, test_short_timeout_refuses_to_lead);
 	tcase_add_test(tc, test_observer_earns_nothing_and_is_left);
 	tcase_add_test(tc, test_epoch_backwards_refused);
+	tcase_add_test(tc, test_slow_round_trips_start_no_term);
+	tcase_add_test(tc, test_noauth_ends_the_term);
+	tcase_add_test(tc, test_missing_chroot_is_a_reason);
 	tcase_add_test(tc, test_claim_read_credits_the_read_answered);
 	tcase_add_test(tc, test_new_session_reads_claim_once);
 	tcase_add_test(tc, test_let_go_with_path_gone_does_not_loop);
