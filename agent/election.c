@@ -194,10 +194,11 @@ election_note_sent(struct election *e)
 /*
  * A round trip came back. A term that starts must last: a leader's renewal
  * unanswered for kick is stalled, and its term may not survive the move to
- * another server. So no term starts after slow round trips in a row (or
- * one as slow as kick) until fast ones in a row say the link is well again:
- * the gap between the two thresholds keeps a link near one of them from
- * starting term after term (doc/design.md, "A slow ZooKeeper").
+ * another server. So no term starts after slow round trips in a row (one
+ * alone may be a write waiting for a disk) until fast ones in a row say the
+ * link is well again: the gap between the two thresholds keeps a link near
+ * one of them from starting term after term (doc/design.md, "A slow
+ * ZooKeeper").
  */
 static void
 election_note_rtt(struct election *e, uint64_t rtt)
@@ -206,11 +207,8 @@ election_note_rtt(struct election *e, uint64_t rtt)
 		return;
 	if (rtt >= e->shape.slow) {
 		e->fast_runs = 0;
-		if (++e->slow_runs >= ELECTION_SLOW_RUNS ||
-		    rtt >= e->shape.kick) {
-			if (e->slow_rtt == 0)
-				e->slow_rtt = rtt;
-		}
+		if (++e->slow_runs >= ELECTION_SLOW_RUNS && e->slow_rtt == 0)
+			e->slow_rtt = rtt;
 		return;
 	}
 	e->slow_runs = 0;
