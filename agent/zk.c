@@ -398,6 +398,8 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 			m->zxid = stat->mzxid;
 			m->pzxid = stat->pzxid;
 			m->czxid = stat->czxid;
+			if (req->kind == ZK_PRED_SET)
+				m->owner = stat->ephemeralOwner;
 		}
 	}
 	zk_enqueue(req->zk, m);
@@ -525,6 +527,27 @@ zk_log_timeout(struct zk *zk, int negotiated)
 		zk->told_short = false;
 }
 
+/*
+ * A node with a contender's name that no session owns (made by hand, or by
+ * a client that forgot EPHEMERAL) never leaves: every candidate behind it
+ * waits for ever. The agent cannot skip it (every agent must agree on who
+ * is lowest, and only a stat of each child would tell), so it says so,
+ * once per node, for an operator to delete it.
+ */
+static void
+zk_check_persistent(struct zk *zk, const struct zk_msg *m)
+{
+	static char	warned[ELECTION_NAME_MAX];
+
+	if (m->rc != ZOK || m->owner != 0 || m->name == NULL ||
+	    strcmp(warned, m->name) == 0)
+		return;
+	snprintf(warned, sizeof(warned), "%s", m->name);
+	log_warnx("election: %s/%s, ahead of this agent, is not ephemeral: "
+	    "no session owns it, it never leaves, and every candidate behind "
+	    "it waits until it is deleted", zk->path, m->name);
+}
+
 static void
 zk_apply(struct zk *zk, struct zk_msg *m)
 {
@@ -562,7 +585,10 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_PARENT:		ev.type = EV_PARENT_CREATED; break;
 	case ZK_CREATE:		ev.type = EV_CREATED; break;
 	case ZK_LIST:		ev.type = EV_CHILDREN; break;
-	case ZK_PRED_SET:	ev.type = EV_PRED_SET; break;
+	case ZK_PRED_SET:
+		ev.type = EV_PRED_SET;
+		zk_check_persistent(zk, m);
+		break;
 	case ZK_PRED_WATCH:	ev.type = EV_PRED_CHANGED; break;
 	case ZK_OWNER:		ev.type = EV_OWNER; break;
 	case ZK_CLAIM:		ev.type = EV_CLAIMED; break;

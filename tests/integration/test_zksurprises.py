@@ -256,3 +256,21 @@ def test_5_chroot_missing_then_created_then_deleted(agents, observer, zk_hostpor
     delete_all(observer.zk, chroot)
     recorder.stop()
     no_two_leaders(recorder)
+
+
+def test_4_persistent_lookalike_is_named(agents, observer, election):
+    """A persistent node with a contender's name ahead of the agents (made
+    by hand): it never leaves, and the agents cannot skip it (they must all
+    agree on who is lowest), so the one behind it says so, once, and leads
+    as soon as an operator deletes it. (The log line failed before.)"""
+    observer.zk.ensure_path(election)
+    junk = observer.zk.create(election + "/_c_byhand-latch-", b"x", sequence=True)
+    a1 = agents.new("a1", session_timeout="2s")
+    a1.wait_for(lambda s: s["role"] == "follower", 20 * SLOW, what="a1 queues behind it")
+    poll(lambda: count(a1, r"is not ephemeral") == 1, 10 * SLOW, what="a1's warning")
+    time.sleep(T)
+    assert count(a1, r"is not ephemeral") == 1
+    assert junk.rsplit("/", 1)[1] in a1.log_text(limit=10**8)
+    assert not a1.is_leader()
+    observer.zk.delete(junk)
+    a1.wait_for(lambda s: s["is_leader"], 10 * SLOW, what="a1 leads once it is deleted")
