@@ -2131,8 +2131,6 @@ election_report(const struct election *e, struct election_report *r)
 	else if (e->server == SERVER_OBSERVER &&
 	    e->session == SESSION_CONNECTED)
 		r->bar = BAR_OBSERVER;
-	else if (e->session != SESSION_CONNECTED)
-		r->bar = BAR_NONE;
 	else if (e->no_chroot)
 		r->bar = BAR_NO_CHROOT;
 	else if (e->no_access)
