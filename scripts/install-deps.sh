@@ -40,6 +40,7 @@ test=(
 	clang libclang-rt-14-dev                   # libFuzzer
 	etcd-server etcd-client wrk nginx-light    # benchmark references
 	podman runc debootstrap podman-compose     # container image, compose demo
+	stunnel4 openssl                           # ZooKeeper over TLS (test_tls.py)
 )
 
 $SUDO apt-get update -qq
