@@ -41,6 +41,7 @@ test=(
 	etcd-server etcd-client wrk nginx-light    # benchmark references
 	podman runc debootstrap podman-compose     # container image, compose demo
 	stunnel4 openssl                           # ZooKeeper over TLS (test_tls.py)
+	prometheus                                 # the Grafana dashboard's queries (test_dashboard.py)
 )
 
 $SUDO apt-get update -qq
