@@ -153,7 +153,7 @@ def test_enable_now_ready_status_reload(machines, zk_hostport):
          what="orders-1 leads")
     st = m.sh("systemctl status --no-pager zkelectd@orders").stdout
     epoch = m.status("orders")["epoch"]
-    assert re.search(r'Status: "leader, epoch %d' % epoch, st), st
+    assert re.search(r'Status: "leader, epoch %d, 1 candidate"' % epoch, st), st
 
     # READY without ZooKeeper: the API answers (role unknown) and the unit
     # is active, so the app can ask.
@@ -256,6 +256,8 @@ def test_hooks_and_child_inside_the_hardening(machines, zk_hostport):
     log = m.journal("orders")
     assert re.search(r"/var/lib/zkelect-demoted: Read-only file system", log), log
     assert re.search(r"notify: on_follower .*(exit|status)", log), log
+    print("journal:\n" + "\n".join(line for line in log.splitlines()
+                                    if "on_follower" in line or "Read-only" in line))
     assert m.sh("test -e /var/lib/zkelect-demoted", check=False).returncode != 0
     assert m.show("orders", "ActiveState") == "active"
 
@@ -304,6 +306,8 @@ def test_stop_hands_over_between_two_machines(machines, zk_hostport):
     t_lead = float(out.split()[-1])
     st = b.status("b")
     assert st["role"] == "leader" and st["epoch"] > epoch, st
+    assert re.search(r'Status: "leader, epoch %d, 1 candidate"' % st["epoch"],
+                     b.sh("systemctl status --no-pager zkelectd@b").stdout)
     print("systemctl stop of the leader took %.3f s; b led %.3f s after the stop began"
           % (t1 - t0, t_lead - t0))
     assert t_lead - t0 < 2.0, "b took over only after the session timeout: not a handover"
