@@ -221,6 +221,35 @@ def test_watchdog_ends_a_stalled_agent(machines, zk_hostport):
          what="the restarted agent leads")
 
 
+def test_agents_watchdog_ends_a_stalled_loop(machines, zk_hostport):
+    m = machines()
+    m.config("orders", zk_hostport, election_path(), "orders-1")
+    m.sh("systemctl enable --now zkelectd@orders")
+    poll(lambda: (m.status("orders") or {}).get("role") == "leader", 30, interval=0.2,
+         what="orders-1 leads")
+    pid = m.main_pid("orders")
+    # Only the loop stalls (libzookeeper's thread and the agent's watchdog
+    # thread run on): the config becomes a FIFO nobody writes, and the
+    # reload blocks the loop in open(2). The agent's own watchdog ends it
+    # after T/2, before systemd's (T). The file is put back as soon as the
+    # agent is gone, before ExecStartPre reads it again.
+    r = m.sh("cp /etc/zkelect/orders.yaml /etc/zkelect/orders.real && "
+             "mkfifo /etc/zkelect/orders.fifo && "
+             "mv /etc/zkelect/orders.fifo /etc/zkelect/orders.yaml && "
+             "systemctl reload --no-block zkelectd@orders; " + timed_until(
+                 "[ \"$(systemctl show -p MainPID --value zkelectd@orders)\" != %d ]" % pid, 30)
+             + "; mv /etc/zkelect/orders.real /etc/zkelect/orders.yaml; " + timed_until(
+                 "zkelectctl -s /run/zkelect/orders.sock status >/dev/null 2>&1", 30))
+    gone, back = [float(x) for x in r.stdout.split()]
+    print("stalled loop (blocked reload) to the agent ended by its own watchdog: %.3f s "
+          "(T/2 = 1 s); to a new agent answering: %.3f s" % (gone, gone + back))
+    log = m.journal("orders")
+    assert "watchdog: the event loop has not run for" in log, log
+    assert "code=killed, status=9/KILL" in log, log
+    assert "Watchdog timeout" not in log, log
+    assert m.show("orders", "NRestarts") == "1"
+
+
 def test_hooks_and_child_inside_the_hardening(machines, zk_hostport):
     m = machines()
     m.write("/usr/local/bin/zk-hook", HOOK, "0755")
