@@ -205,7 +205,15 @@ election_lease_until(const struct election *e, uint64_t s)
 static uint64_t
 election_renew_every(const struct election *e)
 {
-	return (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+	uint64_t every;
+
+	every = (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+	/* Not less often than the lease's own period (T/10 for a short
+	 * tick): the more often, the more lease a leader has in hand when a
+	 * disconnect begins (doc/design.md, "The lease"). */
+	if (!e->lease_naive && e->shape.ok && e->shape.renew < every)
+		every = e->shape.renew;
+	return every;
 }
 
 /* The next renewal, this long after the last answer (it anchors the next). */

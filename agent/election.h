@@ -207,9 +207,10 @@ struct election {
 	int		 claim_datalen;
 	bool		 candidate;
 	bool		 step_down;	/* election.disconnect: step_down */
-	unsigned	 renew_div;	/* renew T/renew_div after the last send (6), and
-					   T/5 after the last answer; 3 (with
-					   lease_naive) is the old agent */
+	unsigned	 renew_div;	/* renew at most T/renew_div after the last
+					   send (6) and the lease's renew after the
+					   last answer; 3 (with lease_naive) is the
+					   old agent */
 	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
 	int		 tick_ms;	/* zookeeper.tick_time; 0 = assume T/2 */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
