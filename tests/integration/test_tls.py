@@ -91,10 +91,20 @@ def test_elects_and_hands_over_through_tunnels(keys, tunnels, aset):
     leader = aset.wait_one_leader(60)
     follower = b if leader is a else a
     st = leader.status()
-    # srvr goes through the tunnel too: the agent knows it talks to a
-    # standalone (voting) server, not an observer.
     assert st["session"]["state"] == "connected", st
-    assert st["session"]["server"] == "voting", st
+    # srvr goes through the tunnel too and is answered (a standalone server
+    # votes), unless the agent's probe (2 s) ran out first, say on a loaded
+    # machine's first TLS handshake: then the agent says so once and takes
+    # the server for a voting one (design.md). Either way, never observer.
+    for agent in (a, b):
+        s = poll(lambda: agent.status() if agent.status()["session"]["server"] != "unknown"
+                 or "cannot tell whether" in agent.log_text() else None, 20,
+                 what="%s knows what its server is" % agent.id)
+        warned = agent.log_text().count("cannot tell whether")
+        print("%s: session.server %s (srvr warning logged %d times)"
+              % (agent.id, s["session"]["server"], warned))
+        assert s["session"]["server"] in ("voting", "unknown"), s
+        assert warned == (1 if s["session"]["server"] == "unknown" else 0)
     epoch = st["epoch"]
     poll(lambda: follower.status()["role"] == "follower", 30, what="the other follows")
     # A graceful stop hands over at once (no session timeout to wait for).
