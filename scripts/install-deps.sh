@@ -42,6 +42,7 @@ test=(
 	podman runc debootstrap podman-compose     # container image, compose demo
 	stunnel4 openssl                           # ZooKeeper over TLS (test_tls.py)
 	prometheus                                 # the Grafana dashboard's queries (test_dashboard.py)
+	debhelper lintian                          # the Debian package (test_package.py)
 )
 
 $SUDO apt-get update -qq

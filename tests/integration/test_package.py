@@ -5,11 +5,16 @@ explains, and installed with `apt install ./zkelect_*.deb` on a fresh Debian
 12 (the local debootstrap image): the files land, the example config is a
 conffile, `zkelectd --version` runs, and nothing is enabled or started.
 
-Skipped only where podman cannot run a container (podmanharness); CI's fresh
-machine is a chroot without cgroups, so it skips there."""
+The container tests skip only where podman cannot run a container
+(podmanharness); CI's fresh machine is a chroot without cgroups, so they
+skip there. test_builds_here builds the package on this machine instead
+(dpkg-buildpackage and lintian from scripts/install-deps.sh; about 30 s),
+so CI checks debian/ too."""
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -33,6 +38,15 @@ def deb(podman):
     return out, version
 
 
+def lintian_tags_explained(text):
+    tags = re.findall(r"^([EWIPX]): zkelect[^:]*: (\S+)", text, re.M)
+    print("lintian:", tags or "clean")
+    explained = open(os.path.join(TOP, "debian/README.Debian")).read()
+    for level, tag in tags:
+        assert level not in ("E", "W"), "lintian %s: %s\n%s" % (level, tag, text)
+        assert tag in explained, "lintian tag %s not explained in debian/README.Debian" % tag
+
+
 def project_version():
     with open(os.path.join(TOP, "meson.build")) as f:
         return re.search(r"version : '([^']+)'", f.read()).group(1)
@@ -42,13 +56,7 @@ def test_lintian_tags_are_explained(deb):
     out, version = deb
     assert version == project_version(), "debian/changelog says %s, meson.build %s" % (
         version, project_version())
-    text = open(os.path.join(out, "lintian.txt")).read()
-    tags = re.findall(r"^([EWIPX]): zkelect[^:]*: (\S+)", text, re.M)
-    print("lintian:", tags or "clean")
-    explained = open(os.path.join(TOP, "debian/README.Debian")).read()
-    for level, tag in tags:
-        assert level not in ("E", "W"), "lintian %s: %s\n%s" % (level, tag, text)
-        assert tag in explained, "lintian tag %s not explained in debian/README.Debian" % tag
+    lintian_tags_explained(open(os.path.join(out, "lintian.txt")).read())
 
 
 FILES = ["/usr/bin/zkelectd", "/usr/bin/zkelectctl",
@@ -86,3 +94,39 @@ def test_apt_install_on_fresh_debian(podman, deb):
     assert sections["check"].strip() == "configuration OK"
     assert sections["enabled"].strip() == "none"
     assert sections["running"].strip() == "0"
+
+
+@pytest.mark.skipif(shutil.which("dh") is None or shutil.which("lintian") is None,
+                    reason="debhelper or lintian not installed (scripts/install-deps.sh)")
+def test_builds_here(tmp_path):
+    """dpkg-buildpackage -b in a copy of the tree on this machine: the
+    package holds every file, the config is a conffile, lintian is clean but
+    for the tags explained."""
+    src = tmp_path / "src"
+    tar = subprocess.Popen(["tar", "-C", TOP, "-c", "--exclude=./build*", "--exclude=./.git",
+                            "--exclude=./obj-*", "."], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-C", str(tmp_path), "-x", "--one-top-level=src"],
+                   stdin=tar.stdout, check=True)
+    tar.stdout.close()
+    assert tar.wait() == 0
+    r = subprocess.run(["dpkg-buildpackage", "-b", "-us", "-uc"], cwd=str(src),
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    version = project_version()
+    deb = tmp_path / ("zkelect_%s_%s.deb" % (version, subprocess.run(
+        ["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()))
+    assert deb.exists(), os.listdir(str(tmp_path))
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True,
+                             check=True).stdout
+    paths = {line.split()[5].lstrip(".") for line in listing.splitlines()}
+    missing = [f for f in FILES if f not in paths]
+    assert not missing, missing
+    conffiles = subprocess.run(["dpkg-deb", "-f", str(deb), "Conffiles"],
+                               capture_output=True, text=True).stdout
+    info = subprocess.run(["dpkg-deb", "-I", str(deb), "conffiles"], capture_output=True,
+                          text=True).stdout
+    assert "/etc/zkelect/zkelect.yaml" in conffiles + info
+    changes = [f for f in os.listdir(str(tmp_path)) if f.endswith(".changes")]
+    r = subprocess.run(["lintian", "--pedantic", "-I", str(tmp_path / changes[0])],
+                       capture_output=True, text=True, timeout=600)
+    lintian_tags_explained(r.stdout + r.stderr)
