@@ -157,8 +157,13 @@ def test_enable_now_ready_status_reload(machines, zk_hostport):
 
     # READY without ZooKeeper: the API answers (role unknown) and the unit
     # is active, so the app can ask.
+    # Started without waiting: the first time systemd says active, the API
+    # already answers.
     m.config("dark", "127.0.0.1:1", election_path(), "dark-1")
-    r = m.sh("systemctl start zkelectd@dark; zkelectctl -s /run/zkelect/dark.sock status --json")
+    r = m.sh("systemctl start --no-block zkelectd@dark; i=0; "
+             "until [ \"$(systemctl show -p ActiveState --value zkelectd@dark)\" = active ]; do "
+             "i=$((i+1)); [ $i -gt 3000 ] && exit 1; done; "
+             "zkelectctl -s /run/zkelect/dark.sock status --json")
     assert json.loads(r.stdout.strip().splitlines()[-1])["role"] == "unknown", r.stdout
     assert m.show("dark", "ActiveState") == "active"
     m.sh("systemctl stop zkelectd@dark")
