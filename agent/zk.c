@@ -711,6 +711,11 @@ zk_zoo_log_cb(const char *message)
 	if ((p = strstr(message, "ZOO_ERROR@")) == NULL &&
 	    (p = strstr(message, "ZOO_WARN@")) == NULL)
 		return;
+	/* The pause after every server failed says nothing of why: keep the
+	 * failure itself (say "Connection reset by peer" from a TLS tunnel
+	 * whose handshake failed). */
+	if (strstr(p, "Delaying connection after exhaustively") != NULL)
+		return;
 	if ((p = strstr(p, ": ")) != NULL)
 		zk_set_client_error(p + 2);
 }
