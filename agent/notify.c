@@ -83,6 +83,24 @@ struct notify_proc {
 	size_t		 len;
 };
 
+/* notify.run: the single election's child, or one partition's. */
+struct notify_child {
+	struct notify	*n;
+	struct part	*part;		/* partitions: whose; else NULL */
+	struct notify_proc p;
+	bool		 stopping;
+	uint64_t	 kill_at;
+	struct event	*timer;
+	/* partitions only */
+	uint64_t	 term;		/* bumped on each gain */
+	bool		 start_owed;	/* start once the last one is reaped */
+	bool		 owe;		/* a loss to acknowledge once it is dead */
+	uint64_t	 owe_told;
+	bool		 seen_leader;	/* on_leader_change: the last reported */
+	char		 seen_id[ELECTION_ID_MAX];
+	uint64_t	 seen_epoch;
+};
+
 struct notify {
 	struct agent	*agent;
 	struct notify_item q[NOTIFY_QUEUE_MAX];
@@ -93,10 +111,9 @@ struct notify {
 	int		 hook_stage;	/* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct event	*hook_timer;
 
-	struct notify_proc child;	/* notify.run */
-	bool		 child_stopping;
-	uint64_t	 child_kill_at;
-	struct event	*child_timer;
+	struct notify_child child;	/* notify.run */
+	struct notify_child *pc;	/* partitions: one per partition */
+	int		 npc;
 
 	/* on_leader_change: the leader last reported to the app */
 	bool		 seen_leader;
@@ -122,15 +139,7 @@ struct notify {
 
 static void	notify_progress(struct notify *);
 
-/* A partition's hook is over (or could not start): a loss it told of is
- * acknowledged now, so that the partition's node may go (rule 10). */
-static void
-notify_part_done(struct notify *n, const struct notify_item *it)
-{
-	if (it->part != NULL && it->ack)
-		zk_part_notified(n->agent->zk, it->part, it->ack_told);
-}
-
+static void	notify_part_done(struct notify *, const struct notify_item *);
 /* The name a step's process goes by in the log. */
 static const char *
 notify_source(enum notify_step s)
@@ -196,6 +205,38 @@ notify_argv_dup(char *const *argv)
 	for (i = 0; i < n; i++)
 		if ((copy[i] = strdup(argv[i])) == NULL)
 			abort();
+	return copy;
+}
+
+/* A copy of ARGV with each "{partition}" replaced by NAME (see notify.h). */
+char **
+notify_argv_part(char *const *argv, const char *name)
+{
+	static const char key[] = "{partition}";
+	size_t n = 0, i, klen = sizeof(key) - 1, nlen = strlen(name), len;
+	const char *src, *at;
+	char **copy, *dst;
+
+	while (argv[n] != NULL)
+		n++;
+	if ((copy = calloc(n + 1, sizeof(*copy))) == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		len = strlen(argv[i]);
+		for (at = argv[i]; (at = strstr(at, key)) != NULL; at += klen)
+			len += nlen;	/* at most: the key's own length spare */
+		if ((copy[i] = malloc(len + 1)) == NULL)
+			abort();
+		dst = copy[i];
+		for (src = argv[i]; (at = strstr(src, key)) != NULL;
+		    src = at + klen) {
+			memcpy(dst, src, (size_t)(at - src));
+			dst += at - src;
+			memcpy(dst, name, nlen);
+			dst += nlen;
+		}
+		strcpy(dst, src);
+	}
 	return copy;
 }
 
@@ -509,8 +550,10 @@ notify_proc_report(struct notify_proc *p)
 		return;
 	}
 	if (p->it.step == STEP_START_CHILD)
-		log_info("notify: child %s started (pid %d, epoch %" PRIu64 ")",
-		    p->it.argv[0], (int)pid, p->it.epoch);
+		log_info("notify: child %s started (pid %d, epoch %" PRIu64
+		    "%s%s)", p->it.argv[0], (int)pid, p->it.epoch,
+		    p->it.part != NULL ? ", partition " : "",
+		    p->it.part != NULL ? p->it.part->name : "");
 	else if (p->it.step == STEP_HOOK_CHANGE)
 		log_info("notify: %s %s started (pid %d, leader %s, epoch %"
 		    PRIu64 ")", notify_label(p->it.step), p->it.argv[0],
@@ -686,60 +729,181 @@ notify_node_may_stand(const struct election_action *a)
 }
 
 static void
-notify_child_stop(struct notify *n, bool at_once, const char *why)
+notify_child_stop(struct notify_child *c, uint64_t deadline, bool at_once,
+    const char *why)
 {
-	struct election *e = &n->agent->election;
 	uint64_t now = clock_now_ms(), kill_at, wait_ms;
 	struct timeval tv;
+	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
 
-	if (n->child.g.pid <= 0 || (n->child_stopping && !at_once))
+	if (c->p.g.pid <= 0 || (c->stopping && !at_once))
 		return;
+	if (c->part != NULL)
+		snprintf(in, sizeof(in), " of partition %s", c->part->name);
 	if (at_once) {
-		if (n->child_stopping && n->child_kill_at <= now)
+		if (c->stopping && c->kill_at <= now)
 			return;
-		log_warnx("notify: stopping child %d at once (SIGKILL to its "
+		log_warnx("notify: stopping child %d%s at once (SIGKILL to its "
 		    "process tree): the term ended with '%s', so our node may "
 		    "be gone and a successor may lead already",
-		    notify_proc_pid(&n->child), why);
-		n->child_stopping = true;
-		n->child_kill_at = now;
-		evtimer_del(n->child_timer);
-		guard_kill(&n->child.g);
+		    notify_proc_pid(&c->p), in, why);
+		c->stopping = true;
+		c->kill_at = now;
+		evtimer_del(c->timer);
+		guard_kill(&c->p.g);
 		return;
 	}
-	n->child_stopping = true;
+	c->stopping = true;
 	/*
 	 * The child must be dead before the lease could have lapsed: SIGKILL
 	 * shortly before the deadline of the term that just ended.
 	 */
-	kill_at = e->lease_deadline > now + NOTIFY_KILL_MARGIN_MS ?
-	    e->lease_deadline - NOTIFY_KILL_MARGIN_MS : now;
+	kill_at = deadline > now + NOTIFY_KILL_MARGIN_MS ?
+	    deadline - NOTIFY_KILL_MARGIN_MS : now;
 	wait_ms = kill_at - now;
-	n->child_kill_at = kill_at;
+	c->kill_at = kill_at;
 	if (wait_ms == 0) {
-		log_info("notify: stopping child %d (SIGKILL: the lease is "
-		    "over)", notify_proc_pid(&n->child));
-		guard_kill(&n->child.g);
+		log_info("notify: stopping child %d%s (SIGKILL: the lease is "
+		    "over)", notify_proc_pid(&c->p), in);
+		guard_kill(&c->p.g);
 		return;
 	}
-	log_info("notify: stopping child %d (SIGTERM now, SIGKILL in %" PRIu64
-	    " ms)", notify_proc_pid(&n->child), wait_ms);
-	guard_term(&n->child.g);
+	log_info("notify: stopping child %d%s (SIGTERM now, SIGKILL in %"
+	    PRIu64 " ms)", notify_proc_pid(&c->p), in, wait_ms);
+	guard_term(&c->p.g);
 	tv.tv_sec = (time_t)(wait_ms / 1000);
 	tv.tv_usec = (suseconds_t)(wait_ms % 1000) * 1000;
-	evtimer_add(n->child_timer, &tv);
+	evtimer_add(c->timer, &tv);
 }
 
 static void
 notify_child_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct notify *n = arg;
+	struct notify_child *c = arg;
 
-	if (n->child.g.pid > 0) {
-		log_warnx("notify: child %d still running at its deadline; "
-		    "SIGKILL to its process tree", notify_proc_pid(&n->child));
-		guard_kill(&n->child.g);
+	if (c->p.g.pid > 0) {
+		log_warnx("notify: child %d%s%s still running at its deadline; "
+		    "SIGKILL to its process tree", notify_proc_pid(&c->p),
+		    c->part != NULL ? " of partition " : "",
+		    c->part != NULL ? c->part->name : "");
+		guard_kill(&c->p.g);
 	}
+}
+
+/* --- partitions: a child per partition --- */
+
+/* The child slot of partition PT, made on first use. */
+static struct notify_child *
+notify_pc(struct notify *n, struct part *pt)
+{
+	struct agent *agent = n->agent;
+	int i;
+
+	if (n->pc == NULL) {
+		n->npc = agent->nparts;
+		if ((n->pc = calloc((size_t)n->npc, sizeof(*n->pc))) == NULL)
+			abort();
+		for (i = 0; i < n->npc; i++) {
+			n->pc[i].n = n;
+			n->pc[i].part = &agent->parts[i];
+			n->pc[i].timer = evtimer_new(agent->base,
+			    notify_child_timer_cb, &n->pc[i]);
+		}
+	}
+	return &n->pc[pt - agent->parts];
+}
+
+/*
+ * A loss of C's partition is acknowledged (EV_NOTIFIED to its election)
+ * once its child is dead and its hooks that tell of the loss have ended,
+ * so that the partition's node goes only after the app has heard (rule
+ * 10). Other partitions' children do not count.
+ */
+static void
+notify_part_settle(struct notify *n, struct notify_child *c)
+{
+	int i;
+
+	if (!c->owe || c->p.g.pid > 0)
+		return;
+	if (n->hook.g.pid > 0 && n->hook.it.part == c->part && n->hook.it.ack)
+		return;
+	for (i = 0; i < n->pqlen; i++) {
+		const struct notify_item *it = &n->pq[(n->pqhead + i) % n->pqcap];
+
+		if (it->part == c->part && it->ack)
+			return;
+	}
+	c->owe = false;
+	zk_part_notified(n->agent->zk, c->part, c->owe_told);
+}
+
+/* Starts C's child for the partition's current term, once the last one is
+ * gone (notify.run, "{partition}" replaced by the name). */
+static void
+notify_part_child_start(struct notify *n, struct notify_child *c)
+{
+	const struct config *conf = n->agent->conf;
+	struct part *pt = c->part;
+	struct notify_item it;
+
+	if (conf->notify_run == NULL || pt->e->role != ELECTION_LEADER)
+		return;
+	if (c->p.g.pid > 0) {
+		c->start_owed = true;
+		return;
+	}
+	c->start_owed = false;
+	memset(&it, 0, sizeof(it));
+	it.step = STEP_START_CHILD;
+	it.role = ELECTION_LEADER;
+	it.term = c->term;
+	it.part = pt;
+	it.epoch = pt->e->epoch;
+	it.leader_epoch = it.epoch;
+	snprintf(it.leader_id, sizeof(it.leader_id), "%s", conf->election_id);
+	snprintf(it.reason, sizeof(it.reason), "gained");
+	if (conf->election_value != NULL &&
+	    (it.leader_value = strdup(conf->election_value)) == NULL)
+		abort();
+	it.argv = notify_argv_part(conf->notify_run, pt->name);
+	if (notify_proc_start(n, &c->p, &it) == 0) {
+		c->stopping = false;
+		n->stats.child_starts++;
+	}
+}
+
+/* A partition's hook is over (or could not start): after its on_leader
+ * of the current term the child starts; a loss may be acknowledged. */
+static void
+notify_part_done(struct notify *n, const struct notify_item *it)
+{
+	struct notify_child *c;
+
+	if (it->part == NULL)
+		return;
+	c = notify_pc(n, it->part);
+	if (it->step == STEP_HOOK_LEADER && it->term == c->term)
+		notify_part_child_start(n, c);
+	notify_part_settle(n, c);
+}
+
+/* A partition's child's guard was reaped. */
+static void
+notify_part_child_reaped(struct notify *n, struct notify_child *c,
+    const char *how)
+{
+	notify_proc_finish(&c->p);
+	(c->stopping ? log_info : log_warnx)("notify: child %d of partition "
+	    "%s %s%s", notify_proc_pid(&c->p), c->part->name, how,
+	    c->stopping ? "" : " while leading; it is started again when the "
+	    "partition is next gained");
+	notify_item_free(&c->p.it);
+	evtimer_del(c->timer);
+	c->stopping = false;
+	if (c->start_owed)
+		notify_part_child_start(n, c);
+	notify_part_settle(n, c);
 }
 
 /* --- hooks --- */
@@ -779,7 +943,7 @@ notify_progress(struct notify *n)
 
 	while (n->hook.g.pid <= 0 && n->qlen > 0) {
 		it = n->q[n->qhead];
-		if (it.step == STEP_START_CHILD && n->child.g.pid > 0 &&
+		if (it.step == STEP_START_CHILD && n->child.p.g.pid > 0 &&
 		    it.term == n->term &&
 		    n->agent->election.role == ELECTION_LEADER)
 			break;	/* the last term's child is still going: wait */
@@ -791,8 +955,8 @@ notify_progress(struct notify *n)
 				notify_item_free(&it);
 				continue;
 			}
-			if (notify_proc_start(n, &n->child, &it) == 0) {
-				n->child_stopping = false;
+			if (notify_proc_start(n, &n->child.p, &it) == 0) {
+				n->child.stopping = false;
 				n->stats.child_starts++;
 			}
 			continue;
@@ -825,7 +989,7 @@ notify_progress(struct notify *n)
 		evtimer_add(n->hook_timer, &tv);
 	}
 	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
-	    n->child.g.pid <= 0) {
+	    n->child.p.g.pid <= 0) {
 		n->owe_notified = false;
 		zk_notified(n->agent->zk, n->owe_told);
 	}
@@ -838,6 +1002,7 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 	struct notify_proc *p;
 	char how[64];
 	bool ok;
+	int i;
 
 	notify_how(status, how, sizeof(how));
 	if (n->hook.g.pid > 0 && pid == n->hook.g.pid) {
@@ -858,15 +1023,21 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 		else if (p->it.step == STEP_HOOK_LEADER)
 			notify_leader_hook_done(n, &p->it, ok);
 		notify_item_free(&p->it);
-	} else if (n->child.g.pid > 0 && pid == n->child.g.pid) {
-		p = &n->child;
+	} else if (n->child.p.g.pid > 0 && pid == n->child.p.g.pid) {
+		p = &n->child.p;
 		notify_proc_finish(p);
-		(n->child_stopping ? log_info : log_warnx)("notify: child %d %s%s",
-		    notify_proc_pid(p), how, n->child_stopping ? "" :
+		(n->child.stopping ? log_info : log_warnx)("notify: child %d %s%s",
+		    notify_proc_pid(p), how, n->child.stopping ? "" :
 		    " while leading; it is started again on the next term");
 		notify_item_free(&p->it);
-		evtimer_del(n->child_timer);
-		n->child_stopping = false;
+		evtimer_del(n->child.timer);
+		n->child.stopping = false;
+	} else {
+		for (i = 0; i < n->npc; i++)
+			if (n->pc[i].p.g.pid > 0 && pid == n->pc[i].p.g.pid) {
+				notify_part_child_reaped(n, &n->pc[i], how);
+				break;
+			}
 	}
 }
 
@@ -900,7 +1071,8 @@ notify_transition(struct notify *n, const struct election_action *a)
 			    conf->notify_run, NULL);
 	} else if (was_leader) {
 		/* Rule 1 and 10: the child stops now, not after queued hooks. */
-		notify_child_stop(n, !notify_node_may_stand(a), a->reason);
+		notify_child_stop(&n->child, n->agent->election.lease_deadline,
+		    !notify_node_may_stand(a), a->reason);
 		notify_signal_app(n, conf->notify_follower_signal);
 		/* If on_leader of this term never started, the app never heard
 		 * of the term: skip both instead of telling it twice. */
@@ -976,10 +1148,18 @@ notify_drain_ms(const struct notify *n, uint64_t now)
 			t = notify_add(t, per);
 	for (i = 0; i < n->pqlen; i++)
 		t = notify_add(t, per);
+	for (i = 0; i < n->npc; i++) {
+		const struct notify_child *c = &n->pc[i];
+
+		if (c->p.g.pid > 0)
+			t = notify_add(t, NOTIFY_REAP_MS + (c->stopping ?
+			    (c->kill_at > now ? c->kill_at - now : 0) :
+			    election_lease_remaining(c->part->e, now)));
+	}
 	/* Hooks and the child's stop run side by side; the sum bounds both. */
-	if (n->child.g.pid > 0)
-		t = notify_add(t, NOTIFY_REAP_MS + (n->child_stopping ?
-		    (n->child_kill_at > now ? n->child_kill_at - now : 0) :
+	if (n->child.p.g.pid > 0)
+		t = notify_add(t, NOTIFY_REAP_MS + (n->child.stopping ?
+		    (n->child.kill_at > now ? n->child.kill_at - now : 0) :
 		    election_lease_remaining(e, now)));
 	return t;
 }
@@ -994,9 +1174,11 @@ notify_open(struct agent *agent)
 		return NULL;
 	n->agent = agent;
 	n->hook.g.pid = 0;
-	n->child.g.pid = 0;
+	n->child.p.g.pid = 0;
 	n->hook_timer = evtimer_new(agent->base, notify_hook_timer_cb, n);
-	n->child_timer = evtimer_new(agent->base, notify_child_timer_cb, n);
+	n->child.n = n;
+	n->child.timer = evtimer_new(agent->base, notify_child_timer_cb,
+	    &n->child);
 	n->ev_resign = evtimer_new(agent->base, notify_resign_cb, n);
 	n->ev_sigchld = evsignal_new(agent->base, SIGCHLD, notify_sigchld_cb, n);
 	evsignal_add(n->ev_sigchld, NULL);
@@ -1041,18 +1223,28 @@ notify_close(struct notify *n)
 		    notify_proc_pid(&n->hook));
 		notify_proc_kill_wait(&n->hook);
 	}
-	if (n->child.g.pid > 0) {
+	if (n->child.p.g.pid > 0) {
 		log_warnx("notify: child %d still running at exit; killing its "
-		    "process tree", notify_proc_pid(&n->child));
-		notify_proc_kill_wait(&n->child);
+		    "process tree", notify_proc_pid(&n->child.p));
+		notify_proc_kill_wait(&n->child.p);
 	}
+	for (i = 0; i < n->npc; i++) {
+		if (n->pc[i].p.g.pid > 0) {
+			log_warnx("notify: child %d of partition %s still running "
+			    "at exit; killing its process tree",
+			    notify_proc_pid(&n->pc[i].p), n->pc[i].part->name);
+			notify_proc_kill_wait(&n->pc[i].p);
+		}
+		event_free(n->pc[i].timer);
+	}
+	free(n->pc);
 	for (i = 0; i < n->qlen; i++)
 		notify_item_free(&n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX]);
 	for (i = 0; i < n->pqlen; i++)
 		notify_item_free(&n->pq[(n->pqhead + i) % n->pqcap]);
 	free(n->pq);
 	event_free(n->hook_timer);
-	event_free(n->child_timer);
+	event_free(n->child.timer);
 	event_free(n->ev_resign);
 	event_free(n->ev_sigchld);
 	free(n);
@@ -1069,41 +1261,22 @@ notify_get_stats(const struct notify *n)
 bool
 notify_busy(const struct notify *n)
 {
-	return n->hook.g.pid > 0 || n->child.g.pid > 0 || n->qlen > 0 ||
+	int i;
+
+	for (i = 0; i < n->npc; i++)
+		if (n->pc[i].p.g.pid > 0)
+			return true;
+	return n->hook.g.pid > 0 || n->child.p.g.pid > 0 || n->qlen > 0 ||
 	    n->pqlen > 0;
 }
 
-/*
- * A partition's role changed (doc/design.md, "Partitions"): the signals as
- * for one election; on_leader when it is gained, on_follower when it is
- * lost (not for partitions this agent merely follows), with
- * ZKELECT_PARTITION set. Hooks of every partition run one at a time, in
- * the order of the changes, after the single election's queue; a loss is
- * acknowledged once its hook has ended (at once without one), so that the
- * partition's node goes only after the app has heard (rule 10).
- */
-void
-notify_part_transition(struct notify *n, struct part *pt,
-    const struct election_action *a)
+/* Queues a partition's hook IT (copied) behind the others. */
+static struct notify_item *
+notify_part_push(struct notify *n)
 {
-	const struct config *conf = n->agent->conf;
-	struct election_report r;
 	struct notify_item *it, *grown;
-	char *const *argv = NULL;
 	int i;
 
-	if (a->to == ELECTION_LEADER) {
-		notify_signal_app(n, conf->notify_leader_signal);
-		argv = conf->notify_on_leader;
-	} else if (a->from == ELECTION_LEADER) {
-		notify_signal_app(n, conf->notify_follower_signal);
-		argv = conf->notify_on_follower;
-	}
-	if (argv == NULL) {
-		if (a->wait)
-			zk_part_notified(n->agent->zk, pt, a->told);
-		return;
-	}
 	if (n->pqlen == n->pqcap) {
 		grown = calloc((size_t)(n->pqcap == 0 ? 16 : n->pqcap * 2),
 		    sizeof(*grown));
@@ -1118,10 +1291,60 @@ notify_part_transition(struct notify *n, struct part *pt,
 	}
 	it = &n->pq[(n->pqhead + n->pqlen++) % n->pqcap];
 	memset(it, 0, sizeof(*it));
+	return it;
+}
+
+/*
+ * A partition's role changed (doc/design.md, "Partitions"): the signals as
+ * for one election; on_leader when it is gained, on_follower when it is
+ * lost (not for partitions this agent merely follows), with
+ * ZKELECT_PARTITION set. Hooks of every partition run one at a time, in
+ * the order of the changes, after the single election's queue. Each
+ * partition has its own child (notify.run): started after the gain's
+ * on_leader (at once without one), stopped at once on a loss as in one
+ * election, whatever other partitions' children do. A loss is
+ * acknowledged once its hook has ended and its child is dead, so that the
+ * partition's node goes only after the app has heard (rule 10).
+ */
+void
+notify_part_transition(struct notify *n, struct part *pt,
+    const struct election_action *a)
+{
+	const struct config *conf = n->agent->conf;
+	struct notify_child *c = notify_pc(n, pt);
+	struct election_report r;
+	struct notify_item *it;
+	char *const *argv = NULL;
+
+	if (a->to == ELECTION_LEADER) {
+		c->term++;
+		c->start_owed = false;
+		notify_signal_app(n, conf->notify_leader_signal);
+		argv = conf->notify_on_leader;
+	} else if (a->from == ELECTION_LEADER) {
+		c->start_owed = false;
+		notify_child_stop(c, pt->e->lease_deadline, !a->node_stands,
+		    a->reason);
+		notify_signal_app(n, conf->notify_follower_signal);
+		argv = conf->notify_on_follower;
+	}
+	if (a->wait) {
+		c->owe = true;
+		if (a->told > c->owe_told)
+			c->owe_told = a->told;
+	}
+	if (argv == NULL) {
+		if (a->to == ELECTION_LEADER)
+			notify_part_child_start(n, c);
+		notify_part_settle(n, c);
+		return;
+	}
+	it = notify_part_push(n);
 	it->step = a->to == ELECTION_LEADER ? STEP_HOOK_LEADER :
 	    STEP_HOOK_FOLLOWER;
 	it->role = a->to;
-	it->argv = notify_argv_dup(argv);
+	it->term = c->term;
+	it->argv = notify_argv_part(argv, pt->name);
 	it->part = pt;
 	it->ack = a->wait;
 	it->ack_told = a->told;
@@ -1139,5 +1362,51 @@ notify_part_transition(struct notify *n, struct part *pt,
 		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r.leader_id);
 		it->leader_epoch = r.leader_epoch;
 	}
+	notify_progress(n);
+}
+
+/*
+ * A partition's report changed: when the leader it reports (by id and
+ * epoch) is new and not us, on_leader_change runs with ZKELECT_PARTITION;
+ * a change of the same partition queued and not started yet is replaced.
+ */
+void
+notify_part_leader_seen(struct notify *n, struct part *pt)
+{
+	const struct config *conf = n->agent->conf;
+	struct notify_child *c = notify_pc(n, pt);
+	struct election_report r;
+	struct notify_item *it;
+	int i, k = 0;
+
+	election_report(pt->e, &r);
+	if (r.role == ELECTION_LEADER || !r.has_leader)
+		return;
+	if (c->seen_leader && c->seen_epoch == r.leader_epoch &&
+	    strcmp(c->seen_id, r.leader_id) == 0)
+		return;
+	c->seen_leader = true;
+	c->seen_epoch = r.leader_epoch;
+	snprintf(c->seen_id, sizeof(c->seen_id), "%s", r.leader_id);
+	if (conf->notify_on_leader_change == NULL)
+		return;
+	for (i = 0; i < n->pqlen; i++) {
+		it = &n->pq[(n->pqhead + i) % n->pqcap];
+		if (it->part == pt && it->step == STEP_HOOK_CHANGE)
+			notify_item_free(it);
+		else
+			n->pq[(n->pqhead + k++) % n->pqcap] = *it;
+	}
+	n->pqlen = k;
+	it = notify_part_push(n);
+	it->step = STEP_HOOK_CHANGE;
+	it->role = r.role;
+	it->argv = notify_argv_part(conf->notify_on_leader_change, pt->name);
+	it->part = pt;
+	snprintf(it->reason, sizeof(it->reason), "leader changed");
+	snprintf(it->leader_id, sizeof(it->leader_id), "%s", r.leader_id);
+	it->leader_epoch = r.leader_epoch;
+	if (r.has_value && (it->leader_value = strdup(r.leader_value)) == NULL)
+		abort();
 	notify_progress(n);
 }

@@ -42,6 +42,14 @@ struct part;
 void notify_part_transition(struct notify *n, struct part *pt,
     const struct election_action *a);
 
+/* A partition's report changed: a newly reported leader runs
+ * on_leader_change with ZKELECT_PARTITION. */
+void notify_part_leader_seen(struct notify *n, struct part *pt);
+
+/* A copy of ARGV (to free as the hooks' copies are) with each
+ * "{partition}" in an element replaced by NAME. */
+char **notify_argv_part(char *const *argv, const char *name);
+
 /* The report changed: on followers and observers, a newly reported leader
  * runs on_leader_change. */
 void notify_leader_seen(struct notify *n, const struct election_report *r);

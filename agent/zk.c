@@ -33,6 +33,7 @@
 #include "assign.h"
 #include "clock.h"
 #include "log.h"
+#include "notify.h"
 #include "watchdog.h"
 
 /* What a completion or watch was for. */
@@ -1761,6 +1762,7 @@ zk_part_changed(struct zk *zk, struct part *pt)
 		zk->agent->members.ownership_changes++;
 		zk_parts_count(zk);
 	}
+	notify_part_leader_seen(zk->agent->notify, pt);
 	agent_parts_changed(zk->agent);
 }
 

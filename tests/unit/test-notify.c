@@ -3,10 +3,13 @@
  * Unit tests for notify.c: what a pidfile may hold. A pid is one decimal
  * in 2..INT_MAX; anything else (0, 1, negatives, values past int that wrap
  * to -1 or 1 when cast to pid_t, signs, junk) is refused, so that a bad
- * pidfile can never turn into kill(-1), kill(0) or kill(1).
+ * pidfile can never turn into kill(-1), kill(0) or kill(1). And how a
+ * partition's argv is made: "{partition}" replaced anywhere in an element.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <check.h>
 
@@ -74,6 +77,46 @@ START_TEST(test_bad_pids)
 }
 END_TEST
 
+START_TEST(test_argv_part)
+{
+	static const struct {
+		const char	*in;
+		const char	*name;
+		const char	*out;
+	} cases[] = {
+		{ "{partition}", "7", "7" },
+		{ "--shard={partition}", "eu-west.1", "--shard=eu-west.1" },
+		{ "{partition}/{partition}", "ab", "ab/ab" },
+		{ "{partition}{partition}", "a_very_long_partition_name",
+		    "a_very_long_partition_namea_very_long_partition_name" },
+		{ "no key here", "3", "no key here" },
+		{ "{partition", "3", "{partition" },
+		{ "{PARTITION}", "3", "{PARTITION}" },
+		{ "{{partition}}", "3", "{3}" },
+		{ "", "3", "" },
+	};
+	size_t i, k;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char job[] = "/bin/job", in[128];
+		char *argv[] = { job, in, NULL };
+		char **out;
+
+		snprintf(in, sizeof(in), "%s", cases[i].in);
+		out = notify_argv_part(argv, cases[i].name);
+
+		ck_assert_str_eq(out[0], "/bin/job");
+		ck_assert_msg(strcmp(out[1], cases[i].out) == 0,
+		    "'%s' with %s: got '%s', want '%s'", cases[i].in,
+		    cases[i].name, out[1], cases[i].out);
+		ck_assert_ptr_null(out[2]);
+		for (k = 0; out[k] != NULL; k++)
+			free(out[k]);
+		free(out);
+	}
+}
+END_TEST
+
 static Suite *
 notify_suite(void)
 {
@@ -82,6 +125,9 @@ notify_suite(void)
 
 	tcase_add_test(tc, test_good_pids);
 	tcase_add_test(tc, test_bad_pids);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("argv");
+	tcase_add_test(tc, test_argv_part);
 	suite_add_tcase(s, tc);
 	return s;
 }
