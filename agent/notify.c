@@ -1380,7 +1380,10 @@ notify_part_leader_seen(struct notify *n, struct part *pt)
 	int i, k = 0;
 
 	election_report(pt->e, &r);
-	if (r.role == ELECTION_LEADER || !r.has_leader)
+	/* A claim that names us (a predecessor's release, read before our
+	 * term starts) is our own gain, told by on_leader. */
+	if (r.role == ELECTION_LEADER || !r.has_leader ||
+	    strcmp(r.leader_id, conf->election_id) == 0)
 		return;
 	if (c->seen_leader && c->seen_epoch == r.leader_epoch &&
 	    strcmp(c->seen_id, r.leader_id) == 0)
@@ -1400,7 +1403,9 @@ notify_part_leader_seen(struct notify *n, struct part *pt)
 	n->pqlen = k;
 	it = notify_part_push(n);
 	it->step = STEP_HOOK_CHANGE;
-	it->role = r.role;
+	/* A partition we do not lead and whose leader we know is followed,
+	 * in the queue or out of it (every agent is a candidate). */
+	it->role = ELECTION_FOLLOWER;
 	it->argv = notify_argv_part(conf->notify_on_leader_change, pt->name);
 	it->part = pt;
 	snprintf(it->reason, sizeof(it->reason), "leader changed");

@@ -37,7 +37,8 @@ def yaml(run=None, change=None):
 
 
 # The child: records its start (with any other live child of its partition)
-# and its stop, on CLOCK_MONOTONIC; ignores SIGTERM while a file says so.
+# and its stop, on CLOCK_MONOTONIC; takes 0.3 s to stop on SIGTERM, or
+# ignores it while a file says so.
 CHILD = r"""#!/usr/bin/python3
 import os, signal, sys, time
 D = %(dir)r
@@ -66,6 +67,7 @@ def term(sig, frame):
     if os.path.exists(os.path.join(D, "stubborn-" + name)):
         line("ignored", now(), name, str(me))
         return
+    time.sleep(0.3)   # an app's own shutdown takes a while
     line("stop", now(), name, str(me))
     sys.exit(0)
 signal.signal(signal.SIGTERM, term)
@@ -236,3 +238,50 @@ def test_a_stubborn_child_is_killed_in_time_and_holds_up_no_other(agents):
     ignored = [w for w in children.lines() if w[0] == "ignored"]
     assert [w[2] for w in ignored] == [stubborn], ignored
     assert "still running at its deadline; SIGKILL" in leaver.log_text(10**6)
+
+
+def test_on_leader_change_per_partition(agents):
+    """Each agent runs on_leader_change for each partition it does not
+    lead, with ZKELECT_PARTITION and the leader's id and epoch, and again
+    when a join moves the partition; never for its own gains."""
+    log = os.path.join(agents.dir, "changes.log")
+    hook = os.path.join(agents.dir, "change.sh")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\n"
+                "echo \"$1 $ZKELECT_ID $ZKELECT_PARTITION $ZKELECT_ROLE "
+                "$ZKELECT_LEADER_ID $ZKELECT_LEADER_EPOCH\" >> %s\n" % log)
+    os.chmod(hook, 0o755)
+    y = yaml(change=hook)
+
+    def lines():
+        try:
+            with open(log) as f:
+                return [ln.split() for ln in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def told(group):
+        got = settled(group, sorted([N // len(group)] * len(group)))
+        if got is None:
+            return None
+        owner, epochs = got
+        last = {}
+        for w in lines():
+            assert len(w) == 6 and w[0] == "p" + w[2], w
+            assert w[1] != w[4], "a leader was told of itself: %s" % w
+            assert w[3] == "follower", w
+            last[(w[1], w[2])] = (w[4], int(w[5]))
+        # What an agent leads now it may have seen another lead before.
+        want = {(a.id, p): (owner[p], epochs[p])
+                for a in group for p in owner if owner[p] != a.id}
+        got = {k: v for k, v in last.items() if k in want}
+        return owner if got == want else None
+
+    duo = [agents.new("l%d" % i, extra_yaml=y) for i in range(2)]
+    before = poll(lambda: told(duo), 60, interval=0.1,
+                  what="on_leader_change per partition, 2 agents")
+    trio = duo + [agents.new("l2", extra_yaml=y)]
+    after = poll(lambda: told(trio), 60, interval=0.1,
+                 what="on_leader_change per partition, 3 agents")
+    moved = {p for p in before if before[p] != after[p]}
+    assert moved and all(after[p] == "l2" for p in moved), (before, after)
