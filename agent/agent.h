@@ -24,6 +24,33 @@ struct notify;
 struct watchdog;
 
 #define AGENT_REASONS_MAX	32
+/* A graceful stop with partitions waits this long for successors. */
+#define AGENT_PARTS_STOP_WAIT_MS 5000
+
+/*
+ * One election the driver runs: the single one at election.path, or a
+ * partition's at election.path/partitions/NAME (doc/design.md, "Partitions").
+ */
+struct part {
+	const char	*name;		/* NULL: the single election */
+	char		*path;		/* its election node */
+	char		*prefix;	/* path "/_c_" */
+	struct election	*e;		/* agent->election, or &own */
+	struct election	 own;
+	bool		 assigned;	/* ours per the last member listing */
+	bool		 owned;		/* leading, as last counted */
+};
+
+/* The members of a partitioned agent, as the last listing said. */
+struct agent_members {
+	int		 count;		/* live members, 0 = not listed yet */
+	int		 assigned;	/* partitions assigned to us */
+	int		 owned;		/* partitions we lead */
+	uint64_t	 ownership_changes;
+	uint64_t	 rebalance_started;	/* 0 = settled */
+	uint64_t	 rebalance_ms;	/* how long the last one took */
+	uint64_t	 index;		/* moves with any partition's report */
+};
 
 struct agent_transition_count {
 	int		 to;			/* enum election_role */
@@ -43,6 +70,9 @@ struct agent {
 	struct config		*conf;
 	struct event_base	*base;
 	struct election		 election;
+	struct part		*parts;		/* partitions: NULL = none */
+	int			 nparts;
+	struct agent_members	 members;
 	struct zk		*zk;
 	struct api		*api;
 	struct notify		*notify;
@@ -65,6 +95,15 @@ void zk_close(struct zk *zk);
 void zk_feed(struct zk *zk, struct election_event *ev);
 /* Tells the election (from the loop) that the app has been told of a loss. */
 void zk_notified(struct zk *zk, uint64_t told);
+/* The same for one partition's election. */
+void zk_part_notified(struct zk *zk, struct part *pt, uint64_t told);
+/* Feeds one event to one partition's election. */
+void zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev);
+/* Partitions: a graceful stop (delete the member node, hand over, stop). */
+void zk_parts_stop(struct zk *zk);
+/* The election that speaks for the session (the single one, or the first
+ * partition's). */
+struct election *zk_session_election(struct agent *agent);
 /* The ZooKeeper client's last complaint ("" if none since the handle opened). */
 void zk_last_error(char *buf, size_t len);
 
@@ -79,5 +118,10 @@ void api_changed(struct api *api);
 void agent_changed(struct agent *agent);
 /* The election told us our role changed: log it once, tell the app. */
 void agent_notify(struct agent *agent, const struct election_action *a);
+/* The same for a partition's election. */
+void agent_notify_part(struct agent *agent, struct part *pt,
+    const struct election_action *a);
+/* A partition's report changed (long polls on /v1/partitions). */
+void agent_parts_changed(struct agent *agent);
 
 #endif

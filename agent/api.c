@@ -85,6 +85,8 @@ struct api_conn {
 	uint64_t		 wait_index;
 	uint64_t		 wait_until;
 	enum api_endpoint	 wait_endpoint;
+	int			 wait_part;	/* partitions: -1 = the list */
+	bool			 wait_leader;	/* partitions: NAME/leader */
 	TAILQ_ENTRY(api_conn)	 entry;		/* in the queue of its state */
 };
 
@@ -285,6 +287,96 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, "}\n");
 }
 
+/* The role a partition reports: a partition we are out of the queue of,
+ * on a live connection, is followed. */
+static enum election_role
+api_part_role(const struct part *pt, uint64_t now)
+{
+	enum election_role role = election_role_at(pt->e, now);
+
+	if (role == ELECTION_UNKNOWN && pt->e->parked &&
+	    pt->e->session == SESSION_CONNECTED && pt->e->role ==
+	    ELECTION_UNKNOWN && !pt->e->stopping)
+		return ELECTION_FOLLOWER;
+	return role;
+}
+
+/* One entry of GET /v1/partitions (doc/design.md, "Local API"). */
+static void
+api_part_json(const struct part *pt, uint64_t now, struct evbuffer *out)
+{
+	const struct election *e = pt->e;
+	enum election_role role = api_part_role(pt, now);
+	struct election_report r;
+
+	election_report(e, &r);
+	evbuffer_add_printf(out, "{\"name\":");
+	api_json_string(out, pt->name);
+	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":%s,\"epoch\":",
+	    election_role_name(role), role == ELECTION_LEADER ? "true" : "false");
+	if (role == ELECTION_LEADER)
+		evbuffer_add_printf(out, "%" PRIu64, e->epoch);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
+	    election_lease_remaining(e, now));
+	if (r.has_leader && !(r.role == ELECTION_LEADER && role != ELECTION_LEADER)) {
+		evbuffer_add_printf(out, "{\"id\":");
+		api_json_string(out, r.leader_id);
+		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64 "}", r.leader_epoch);
+	} else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"assigned\":%s}", pt->assigned ? "true" :
+	    "false");
+}
+
+/* GET /v1/partitions: every partition, owned or not. */
+static void
+api_parts_json(const struct agent *agent, uint64_t now, struct evbuffer *out)
+{
+	int i;
+
+	evbuffer_add_printf(out, "{\"id\":");
+	api_json_string(out, agent->conf->election_id);
+	evbuffer_add_printf(out, ",\"members\":%d,\"index\":%" PRIu64
+	    ",\"partitions\":[", agent->members.count, agent->members.index);
+	for (i = 0; i < agent->nparts; i++) {
+		if (i > 0)
+			evbuffer_add(out, ",", 1);
+		api_part_json(&agent->parts[i], now, out);
+	}
+	evbuffer_add_printf(out, "]}\n");
+}
+
+/* GET /v1/status with partitions: the session, and a count of partitions;
+ * leadership is per partition, so never is_leader here. */
+static void
+api_parts_status_json(struct agent *agent, uint64_t now,
+    struct evbuffer *out)
+{
+	const struct election *e = zk_session_election(agent);
+	char why[256];
+
+	evbuffer_add_printf(out, "{\"id\":");
+	api_json_string(out, agent->conf->election_id);
+	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":false,"
+	    "\"epoch\":null,\"lease_remaining_ms\":0,\"leader\":null,"
+	    "\"index\":%" PRIu64 ",\"session\":{\"state\":\"%s\","
+	    "\"timeout_ms\":%d,\"server\":\"%s\",\"last_error\":",
+	    e->session == SESSION_CONNECTED && !e->stopping ? "follower" :
+	    "unknown", agent->members.index, election_session_name(e->session),
+	    e->timeout_ms, election_server_name(e->server));
+	zk_last_error(why, sizeof(why));
+	if (e->session != SESSION_CONNECTED && why[0] != '\0')
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "},\"partitions\":{\"count\":%d,\"owned\":%d,"
+	    "\"assigned\":%d,\"members\":%d}}\n", agent->nparts,
+	    agent->members.owned, agent->members.assigned, agent->members.count);
+	(void)now;
+}
+
 /* ------------------------------------------------------------------ */
 /* Connections: states, deadlines, writing */
 
@@ -452,6 +544,30 @@ api_answer_status(struct api_conn *c, enum api_endpoint ep)
 	uint64_t now = clock_now_ms();
 	int code = 200;
 
+	if (ep == API_PARTITIONS) {
+		if (c->wait_part < 0)
+			api_parts_json(agent, now, body);
+		else {
+			const struct part *pt = &agent->parts[c->wait_part];
+
+			api_part_json(pt, now, body);
+			evbuffer_add(body, "\n", 1);
+			if (c->wait_leader &&
+			    api_part_role(pt, now) != ELECTION_LEADER)
+				code = 503;
+		}
+		api_respond(c, ep, code, body, "application/json", NULL);
+		evbuffer_free(body);
+		return;
+	}
+	if (agent->parts != NULL) {
+		/* One election per partition: none for the agent. */
+		api_parts_status_json(agent, now, body);
+		api_respond(c, ep, ep == API_LEADER ? 503 : 200, body,
+		    "application/json", NULL);
+		evbuffer_free(body);
+		return;
+	}
 	api_status_json(&agent->election, now, body);
 	if (ep == API_LEADER &&
 	    election_role_at(&agent->election, now) != ELECTION_LEADER)
@@ -485,7 +601,8 @@ api_changed(struct api *api)
 
 	if (api == NULL)
 		return;
-	index = api->agent->election.index;
+	index = api->agent->parts != NULL ? api->agent->members.index :
+	    api->agent->election.index;
 	for (c = TAILQ_FIRST(&api->queues[CONN_WAITING]); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (index > c->wait_index)
@@ -521,7 +638,8 @@ api_handle_status(struct api_conn *c, enum api_endpoint ep, const char *query)
 	}
 	/* A client that has shut its sending side gets its answer now. */
 	if (wait == NULL || wait_ms == 0 || index == NULL ||
-	    agent->election.index > idx || c->eof) {
+	    (agent->parts != NULL ? agent->members.index :
+	    agent->election.index) > idx || c->eof) {
 		api_answer_status(c, ep);
 		goto out;
 	}
@@ -557,6 +675,11 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, "an observer cannot resign", NULL);
 		return;
 	}
+	if (agent->parts != NULL) {
+		api_error(c, API_RESIGN, 400, "resign is per election; with "
+		    "partitions, stop the agent to hand them over", NULL);
+		return;
+	}
 	if (query != NULL)
 		hold = http_query_get(query, "hold");
 	if (hold != NULL && config_parse_duration(hold, &hold_ms) == -1)
@@ -583,6 +706,41 @@ api_handle_resign(struct api_conn *c, const char *query)
 	evbuffer_free(body);
 }
 
+/* /v1/partitions[/NAME[/leader]]: which one; -1 after an error answer. */
+static int
+api_route_partition(struct api_conn *c, const char *target)
+{
+	const struct agent *agent = c->api->agent;
+	const char *name = target + 14, *slash;
+	size_t len;
+	int i;
+
+	if (agent->parts == NULL) {
+		api_error(c, API_PARTITIONS, 404, "no partitions configured",
+		    NULL);
+		return -1;
+	}
+	if (*name == '\0')
+		return 0;
+	name++;		/* the '/' */
+	slash = strchr(name, '/');
+	len = slash != NULL ? (size_t)(slash - name) : strlen(name);
+	if (slash != NULL && strcmp(slash, "/leader") != 0) {
+		api_error(c, API_PARTITIONS, 404, "no such endpoint", NULL);
+		return -1;
+	}
+	for (i = 0; i < agent->nparts; i++) {
+		if (strlen(agent->parts[i].name) == len &&
+		    memcmp(agent->parts[i].name, name, len) == 0) {
+			c->wait_part = i;
+			c->wait_leader = slash != NULL;
+			return 0;
+		}
+	}
+	api_error(c, API_PARTITIONS, 404, "no such partition", NULL);
+	return -1;
+}
+
 static void
 api_route(struct api_conn *c, const struct http_request *req)
 {
@@ -601,6 +759,9 @@ api_route(struct api_conn *c, const struct http_request *req)
 		ep = API_RESIGN;
 	else if (strcmp(target, "/metrics") == 0)
 		ep = API_METRICS;
+	else if (strcmp(target, "/v1/partitions") == 0 ||
+	    strncmp(target, "/v1/partitions/", 15) == 0)
+		ep = API_PARTITIONS;
 	else {
 		api_error(c, API_OTHER, 404, "no such endpoint", NULL);
 		return;
@@ -613,10 +774,16 @@ api_route(struct api_conn *c, const struct http_request *req)
 		api_error(c, ep, 405, "use GET", "Allow: GET, HEAD\r\n");
 		return;
 	}
+	c->wait_part = -1;
+	c->wait_leader = false;
 	switch (ep) {
 	case API_STATUS:
 	case API_LEADER:
 		api_handle_status(c, ep, req->query);
+		break;
+	case API_PARTITIONS:
+		if (api_route_partition(c, target) == 0)
+			api_handle_status(c, ep, req->query);
 		break;
 	case API_HEALTH:
 		body = evbuffer_new();

@@ -50,6 +50,10 @@ struct loader {
 	bool		 signal_seen;
 	yaml_mark_t	 signal_mark;	/* of the first signal key */
 	const char	*signal_key;
+	bool		 partitions_seen;	/* the partitions: key */
+	yaml_mark_t	 partitions_mark;
+	int		 partitions_keys;	/* count: and names: seen */
+	yaml_mark_t	 partitions_second;	/* of the second of them */
 };
 
 enum kind {
@@ -64,6 +68,8 @@ enum kind {
 	K_FORMAT,
 	K_DISCONNECT,
 	K_FAILURE,
+	K_COUNT,		/* partitions.count */
+	K_NAMES,		/* partitions.names */
 };
 
 struct key;
@@ -143,12 +149,19 @@ static const struct key log_keys[] = {
 	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
 };
 
+static const struct key partitions_keys[] = {
+	{ "count", K_COUNT, 0, false, NULL, NULL, 0, 0 },
+	{ "names", K_NAMES, 0, false, NULL, NULL, 0, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+};
+
 static const struct key root_keys[] = {
 	{ "zookeeper", K_SECTION, 0, true, NULL, zookeeper_keys, 0, 0 },
 	{ "election", K_SECTION, 0, true, NULL, election_keys, 0, 0 },
 	{ "api", K_SECTION, 0, false, NULL, api_keys, 0, 0 },
 	{ "notify", K_SECTION, 0, false, NULL, notify_keys, 0, 0 },
 	{ "log", K_SECTION, 0, false, NULL, log_keys, 0, 0 },
+	{ "partitions", K_SECTION, 0, false, NULL, partitions_keys, 0, 0 },
 	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
 };
 
@@ -665,6 +678,130 @@ load_argv(struct loader *ld, const char *what, const yaml_node_t *node,
 	*field = argv;
 }
 
+static void
+partitions_free(struct config *conf)
+{
+	int i;
+
+	for (i = 0; i < conf->npartitions; i++)
+		free(conf->partitions[i]);
+	free(conf->partitions);
+	conf->partitions = NULL;
+	conf->npartitions = 0;
+}
+
+/*
+ * A partition name becomes a ZooKeeper node name, an environment value and
+ * a URL path component: 1..64 bytes of [A-Za-z0-9._-], not "." or "..".
+ */
+static bool
+partition_name_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > CONFIG_PARTITION_NAME_MAX)
+		return false;
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* partitions.count: N names "0".."N-1". */
+static void
+load_count(struct loader *ld, const char *what, const yaml_node_t *node,
+    const char *s)
+{
+	char *end, name[16], buf[SHOW_MAX];
+	long n;
+	int i;
+
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (!isdigit((unsigned char)s[0]) || *end != '\0' || errno != 0 ||
+	    n < 1 || n > CONFIG_PARTITIONS_MAX) {
+		conf_error(ld, &node->start_mark, "%s: must be a whole number "
+		    "from 1 to %d, not '%s'", what, CONFIG_PARTITIONS_MAX,
+		    show(buf, sizeof(buf), s));
+		return;
+	}
+	if (ld->conf->partitions != NULL)
+		return;		/* names: came first; reported as both */
+	if ((ld->conf->partitions = calloc((size_t)n,
+	    sizeof(*ld->conf->partitions))) == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%d", i);
+		set_string(&ld->conf->partitions[i], name);
+	}
+	ld->conf->npartitions = (int)n;
+}
+
+/* partitions.names: a sequence of unique names. */
+static void
+load_names(struct loader *ld, const char *what, const yaml_node_t *node)
+{
+	yaml_node_item_t *item;
+	yaml_node_t *elem;
+	char **names, elem_what[160], buf[SHOW_MAX];
+	const char *s;
+	size_t n, i = 0, j;
+	bool bad = false;
+
+	if (node->type != YAML_SEQUENCE_NODE) {
+		conf_error(ld, &node->start_mark, "%s: expected a sequence "
+		    "(e.g. [eu, us, apac]), not %s", what, node_kind_name(node));
+		return;
+	}
+	n = (size_t)(node->data.sequence.items.top -
+	    node->data.sequence.items.start);
+	if (n == 0 || n > CONFIG_PARTITIONS_MAX) {
+		conf_error(ld, &node->start_mark, "%s: must name 1 to %d "
+		    "partitions, not %zu", what, CONFIG_PARTITIONS_MAX, n);
+		return;
+	}
+	if ((names = calloc(n, sizeof(*names))) == NULL)
+		abort();
+	for (item = node->data.sequence.items.start;
+	    item < node->data.sequence.items.top; item++, i++) {
+		elem = yaml_document_get_node(ld->doc, *item);
+		snprintf(elem_what, sizeof(elem_what), "%s[%zu]", what, i);
+		if ((s = scalar_value(ld, elem_what, elem)) == NULL) {
+			bad = true;
+			continue;
+		}
+		if (!partition_name_ok(s)) {
+			conf_error(ld, &elem->start_mark, "%s: invalid partition "
+			    "name '%s' (1 to %d bytes of A-Z a-z 0-9 . _ -, not "
+			    "'.' or '..')", elem_what, show(buf, sizeof(buf), s),
+			    CONFIG_PARTITION_NAME_MAX);
+			bad = true;
+			continue;
+		}
+		for (j = 0; j < i; j++) {
+			if (names[j] != NULL && strcmp(names[j], s) == 0) {
+				conf_error(ld, &elem->start_mark, "%s: duplicate "
+				    "partition name '%s'", elem_what, s);
+				bad = true;
+				break;
+			}
+		}
+		if (j == i && (names[i] = strdup(s)) == NULL)
+			abort();
+	}
+	if (bad || ld->conf->partitions != NULL) {
+		for (i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		return;
+	}
+	ld->conf->partitions = names;
+	ld->conf->npartitions = (int)n;
+}
+
 static void walk_mapping(struct loader *, const struct key *, const char *,
     const yaml_node_t *, const yaml_mark_t *);
 
@@ -680,6 +817,18 @@ load_value(struct loader *ld, const struct key *k, const char *what,
 	bool b;
 	int sig;
 
+	if (k->kind == K_SECTION && k->sub == partitions_keys) {
+		ld->partitions_seen = true;
+		ld->partitions_mark = key_node->start_mark;
+	}
+	if (k->kind == K_COUNT || k->kind == K_NAMES) {
+		if (++ld->partitions_keys == 2)
+			ld->partitions_second = key_node->start_mark;
+	}
+	if (k->kind == K_NAMES) {
+		load_names(ld, what, node);
+		return;
+	}
 	if (k->kind == K_SECTION) {
 		if (node_is_null(node)) {
 			/* "log:" with nothing under it: an empty section. */
@@ -804,8 +953,12 @@ load_value(struct loader *ld, const struct key *k, const char *what,
 			    "'%s' (use keep or resign)", what,
 			    show(buf, sizeof(buf), s));
 		break;
+	case K_COUNT:
+		load_count(ld, what, node, s);
+		break;
 	case K_SECTION:
 	case K_ARGV:
+	case K_NAMES:
 		break;
 	}
 }
@@ -947,6 +1100,25 @@ check_whole(struct loader *ld)
 		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
 		set_string(&conf->election_id, id);
 	}
+	if (!ld->partitions_seen)
+		return;
+	if (ld->partitions_keys == 0)
+		conf_error(ld, &ld->partitions_mark, "partitions: needs count "
+		    "(partitions 0..N-1) or names (a list)");
+	else if (ld->partitions_keys == 2)
+		conf_error(ld, &ld->partitions_second, "partitions: count and "
+		    "names exclude each other (use one)");
+	else if (!conf->election_candidate)
+		conf_error(ld, &ld->partitions_mark, "partitions: needs "
+		    "election.candidate: true (an observer takes no part in "
+		    "partitions)");
+	else if (conf->election_path != NULL &&
+	    strlen(conf->election_path) + CONFIG_PARTITION_PATH_LEN +
+	    CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX)
+		conf_error(ld, &ld->partitions_mark, "partitions: election.path "
+		    "is too long for partition nodes (at most %d bytes with "
+		    "partitions)", CONFIG_ZK_PATH_MAX - 1 -
+		    CONFIG_PARTITION_PATH_LEN - CONFIG_NODE_NAME_LEN);
 }
 
 /* Maps a byte offset of the input to a mark, for reader errors. */
@@ -1110,6 +1282,7 @@ config_free(struct config *conf)
 	free(conf->notify_pidfile);
 	argv_free(conf->notify_run);
 	argv_free(conf->notify_on_leader_change);
+	partitions_free(conf);
 	free(conf);
 }
 

@@ -15,6 +15,10 @@
 #define CONFIG_ZK_PATH_MAX	1024
 #define CONFIG_NODE_NAME_LEN	56	/* "_c_" uuid(36) "-latch-" 10 digits */
 #define CONFIG_VALUE_MAX	1024	/* election.value, bytes */
+#define CONFIG_PARTITIONS_MAX	1024	/* partitions.count, or names */
+#define CONFIG_PARTITION_NAME_MAX 64	/* bytes of a partition name */
+/* What partitions add to election.path: "/partitions/" NAME "/". */
+#define CONFIG_PARTITION_PATH_LEN (12 + CONFIG_PARTITION_NAME_MAX + 1)
 
 /* A NULL-terminated argv list from the config; NULL when the key is absent. */
 typedef char **config_argv;
@@ -35,6 +39,11 @@ struct config {
 	bool		 election_candidate;	/* default true */
 	bool		 election_step_down;	/* disconnect: step_down (default hold_lease) */
 	char		*election_value;	/* published with leadership; NULL = none */
+
+	/* partitions: (doc/design.md "Partitions"); npartitions 0 = no
+	 * block, one election at election.path as always */
+	char		**partitions;		/* names, in the config's order */
+	int		 npartitions;
 
 	/* api: */
 	char		*api_socket;		/* default /run/zkelect/zkelect.sock */

@@ -303,8 +303,12 @@ election_watch_claim(struct election *e, struct election_actions *out)
 		e->claim_read_sent[e->claim_reads] = e->now;
 	e->claim_reads++;
 	e->claim_owed = false;
-	election_push(e, out, e->candidate ? ACT_READ_CLAIM : ACT_WATCH_CLAIM,
-	    NULL);
+	/* A partition we are not in the queue of is watched, not polled:
+	 * an agent in many partitions must not read each every T/6. */
+	if (e->parked)
+		e->parked_watch = true;
+	election_push(e, out, e->candidate && !e->parked ? ACT_READ_CLAIM :
+	    ACT_WATCH_CLAIM, NULL);
 }
 
 static void
@@ -479,6 +483,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		return;
 	e->session = ev->session;
 	election_next_gen(e);
+	e->parked_watch = false;	/* set again once connected */
 	e->nsent = 0;		/* a new connection: earlier sends count no more */
 	e->claim_reads = 0;
 	memset(e->claim_read_sent, 0, sizeof(e->claim_read_sent));
@@ -621,6 +626,10 @@ election_rejoin(struct election *e, struct election_actions *out)
 	if (!e->candidate) {
 		e->phase = PHASE_OBSERVING;
 		election_push(e, out, ACT_LIST, NULL);
+		return;
+	}
+	if (e->parked) {
+		e->phase = PHASE_HOLDING;	/* until assigned */
 		return;
 	}
 	/*
@@ -1311,9 +1320,12 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 static void
 election_on_claim_changed(struct election *e, struct election_actions *out)
 {
-	/* Observers only. A read still in flight was answered after this
-	 * change (replies and events come in order): it brings the news. */
-	if (e->candidate || e->session != SESSION_CONNECTED || e->claim_reads > 0)
+	/* Observers (and parked partitions) only. A read still in flight
+	 * was answered after this change (replies and events come in
+	 * order): it brings the news. */
+	e->parked_watch = false;
+	if ((e->candidate && !e->parked) || e->session != SESSION_CONNECTED ||
+	    e->claim_reads > 0)
 		return;
 	election_watch_claim(e, out);
 }
@@ -1613,7 +1625,7 @@ election_may_renew(const struct election *e)
 static bool
 election_polling(const struct election *e)
 {
-	return e->candidate && e->session == SESSION_CONNECTED &&
+	return e->candidate && !e->parked && e->session == SESSION_CONNECTED &&
 	    e->poll_at != 0 && e->next_renew == 0 &&
 	    (e->phase == PHASE_WATCHING || e->phase == PHASE_HOLDING);
 }
@@ -1751,7 +1763,7 @@ election_on_tick(struct election *e, struct election_actions *out)
 		}
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until &&
-	    !e->off_queue) {
+	    !e->off_queue && !e->parked) {
 		e->phase = PHASE_IDLE;
 		election_rejoin(e, out);
 		return;
@@ -1787,6 +1799,53 @@ election_on_resign(struct election *e, const struct election_event *ev,
 	election_release(e, "resigned", out);
 }
 
+/*
+ * A partition's election (doc/design.md, "Partitions"): the member listing
+ * says whether we may queue here. Assigned, join (at once, or once a hold
+ * ends); not assigned, nothing happens at once: election_parked_step lets
+ * go when it is safe to.
+ */
+static void
+election_on_assign(struct election *e, const struct election_event *ev,
+    struct election_actions *out)
+{
+	if (e->stopping || ev->assigned == !e->parked)
+		return;
+	e->parked = !ev->assigned;
+	if (e->parked || e->phase != PHASE_HOLDING || e->off_queue ||
+	    e->now < e->hold_until)
+		return;
+	e->phase = PHASE_IDLE;
+	election_rejoin(e, out);
+}
+
+/*
+ * After every step of a parked partition: a leader releases, naming its
+ * successor, once one is queued and its data read (so that the partition
+ * changes hands in one write, as a graceful handover does); a follower in
+ * the queue leaves it; one out of it keeps a watch on the claim, to report
+ * who leads.
+ */
+static void
+election_parked_step(struct election *e, struct election_actions *out)
+{
+	if (!e->parked || e->stopping || e->session != SESSION_CONNECTED)
+		return;
+	if (e->phase == PHASE_LEADING && e->role == ELECTION_LEADER &&
+	    e->succ[0] != '\0' && e->succ_datalen >= 0) {
+		election_release(e, "reassigned", out);
+		return;
+	}
+	if (e->phase == PHASE_WATCHING ||
+	    (e->phase == PHASE_LISTING && e->node[0] != '\0')) {
+		election_release(e, "not assigned", out);
+		return;
+	}
+	if (e->phase == PHASE_HOLDING && !e->parked_watch &&
+	    e->claim_reads == 0)
+		election_watch_claim(e, out);
+}
+
 static void
 election_on_stop(struct election *e, struct election_actions *out)
 {
@@ -1817,6 +1876,7 @@ election_is_current(const struct election *e, const struct election_event *ev)
 	case EV_STOP:
 	case EV_NOTIFIED:
 	case EV_SERVER:		/* the driver sends it for this connection only */
+	case EV_ASSIGN:
 	case EV_PRED_CHANGED:
 	case EV_SELF_CHANGED:
 	case EV_CLAIM_CHANGED:
@@ -1940,7 +2000,11 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	case EV_SERVER:
 		election_on_server(e, ev, out);
 		break;
+	case EV_ASSIGN:
+		election_on_assign(e, ev, out);
+		break;
 	}
+	election_parked_step(e, out);
 }
 
 void
@@ -2097,7 +2161,7 @@ election_next_tick(const struct election *e)
 	}
 	if (election_may_renew(e))
 		EARLIEST(e->next_renew);
-	if (e->phase == PHASE_HOLDING && !e->off_queue)
+	if (e->phase == PHASE_HOLDING && !e->off_queue && !e->parked)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);

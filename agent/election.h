@@ -102,6 +102,8 @@ enum election_event_type {
 	EV_STOP,
 	EV_NOTIFIED,		/* the app has been told of a loss */
 	EV_SERVER,		/* server: what the connected server is */
+	EV_ASSIGN,		/* assigned: partitions only (doc/design.md,
+				   "Partitions"): may we queue here */
 };
 
 struct election_event {
@@ -126,6 +128,7 @@ struct election_event {
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
 	bool		 deleted;	/* watch said the node was deleted */
 	enum election_server server;	/* EV_SERVER */
+	bool		 assigned;	/* EV_ASSIGN */
 	uint64_t	 told;		/* EV_NOTIFIED: the loss it acknowledges
 					   (an action's told; all before it too) */
 };
@@ -302,6 +305,11 @@ struct election {
 	uint64_t	 losses;	/* losses of leadership so far */
 	bool		 epoch_behind;	/* BAR_EPOCH_BACKWARDS */
 	bool		 off_queue;	/* out of the queue: no lease here */
+	/* a partition's election (doc/design.md, "Partitions"): not
+	 * assigned to us, so out of the queue; a leader stays until a
+	 * successor queues, then releases to it. Never set in one election. */
+	bool		 parked;
+	bool		 parked_watch;	/* the claim's watch is set meanwhile */
 
 	/* reporting */
 	const char	*role_reason;	/* of the last role change; NULL: none */

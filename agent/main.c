@@ -106,6 +106,43 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	notify_transition(agent->notify, a);
 }
 
+/*
+ * A partition's role changed (doc/design.md, "Partitions"): one line per
+ * gain or loss with the partition, its epoch and why; the app is told
+ * through notify.c, which acknowledges a loss once it has heard.
+ */
+void
+agent_notify_part(struct agent *agent, struct part *pt,
+    const struct election_action *a)
+{
+	agent->stats.transitions++;
+	if (a->to == ELECTION_LEADER)
+		log_info("partition %s: gained (%s, epoch %" PRIu64 " = 0x%"
+		    PRIx64 ")", pt->name, a->reason, pt->e->epoch, pt->e->epoch);
+	else if (a->from == ELECTION_LEADER)
+		log_info("partition %s: lost (%s -> %s, %s, epoch %" PRIu64 ")",
+		    pt->name, election_role_name(a->from),
+		    election_role_name(a->to), a->reason, pt->e->spent_epoch);
+	else
+		log_debug("partition %s: role %s -> %s (%s)", pt->name,
+		    election_role_name(a->from), election_role_name(a->to),
+		    a->reason);
+	notify_part_transition(agent->notify, pt, a);
+}
+
+/* A partition's report changed: wake long polls on /v1/partitions. */
+void
+agent_parts_changed(struct agent *agent)
+{
+	char status[128];
+
+	api_changed(agent->api);
+	snprintf(status, sizeof(status), "partitions: leading %d of %d (%d "
+	    "assigned), %d members", agent->members.owned, agent->nparts,
+	    agent->members.assigned, agent->members.count);
+	sdnotify_status(status);
+}
+
 /* The report changed: wake long polls, tell systemd. */
 void
 agent_changed(struct agent *agent)
@@ -378,13 +415,19 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_STOP;
 	ev.now = clock_now_ms();
-	zk_feed(agent->zk, &ev);
+	if (agent->parts != NULL) {
+		agent->election.stopping = true;	/* a second signal exits */
+		zk_parts_stop(agent->zk);
+	} else
+		zk_feed(agent->zk, &ev);
 	/*
 	 * Our node goes only once the app has been told (rule 10): give the
 	 * hooks their timeouts and kill grace and the child its deadline,
 	 * all now queued or running, and ZooKeeper time for the delete.
 	 */
 	grace_ms = STOP_GRACE_MS + notify_drain_ms(agent->notify, clock_now_ms());
+	if (agent->parts != NULL)
+		grace_ms += AGENT_PARTS_STOP_WAIT_MS;
 	if (grace_ms > STOP_WAIT_MAX_MS)
 		grace_ms = STOP_WAIT_MAX_MS;
 	grace.tv_sec = (time_t)(grace_ms / 1000);

@@ -15,7 +15,8 @@
 #include "notify.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
-	"status", "leader", "health", "resign", "metrics", "other",
+	"status", "leader", "health", "resign", "metrics", "partitions",
+	"other",
 };
 
 void

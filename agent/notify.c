@@ -1030,3 +1030,16 @@ notify_busy(const struct notify *n)
 {
 	return n->hook.g.pid > 0 || n->child.g.pid > 0 || n->qlen > 0;
 }
+
+/*
+ * Partitions: the app learns of each partition through the API (a role is
+ * reported changed before the node goes). Hooks, signals and a child per
+ * partition are not run yet; a loss is acknowledged at once.
+ */
+void
+notify_part_transition(struct notify *n, struct part *pt,
+    const struct election_action *a)
+{
+	if (a->wait)
+		zk_part_notified(n->agent->zk, pt, a->told);
+}

@@ -34,6 +34,14 @@ void notify_close(struct notify *n);
  */
 void notify_transition(struct notify *n, const struct election_action *a);
 
+/*
+ * A partition's role changed (doc/design.md, "Partitions"). When a->wait
+ * is set, zk_part_notified() follows once the app has been told.
+ */
+struct part;
+void notify_part_transition(struct notify *n, struct part *pt,
+    const struct election_action *a);
+
 /* The report changed: on followers and observers, a newly reported leader
  * runs on_leader_change. */
 void notify_leader_seen(struct notify *n, const struct election_report *r);

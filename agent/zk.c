@@ -30,6 +30,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "agent.h"
+#include "assign.h"
 #include "clock.h"
 #include "log.h"
 #include "watchdog.h"
@@ -40,6 +41,9 @@ enum zk_kind {
 	ZK_OWNER, ZK_CLAIM, ZK_RENEW, ZK_CLAIM_DATA, ZK_CLAIM_WATCH,
 	ZK_SUCCESSOR, ZK_RELEASE, ZK_NOTIFIED, ZK_CHILD_WATCH,
 	ZK_SELF_SET, ZK_SELF_WATCH, ZK_AHEAD,
+	/* partitions: our member node and the member listing */
+	ZK_MEMBER_CREATE, ZK_MEMBER_LIST, ZK_MEMBER_WATCH, ZK_MEMBER_DATA,
+	ZK_MEMBER_DELETE,
 };
 
 static const char *const zk_kind_names[] = {
@@ -47,6 +51,8 @@ static const char *const zk_kind_names[] = {
 	"predecessor watch", "owner", "claim", "renew", "read claim",
 	"claim watch", "read successor", "release", "notified",
 	"children watch", "watch own node", "own node watch", "check ahead",
+	"create member node", "list members", "members watch", "read member",
+	"delete member node",
 };
 
 /*
@@ -56,6 +62,7 @@ static const char *const zk_kind_names[] = {
  */
 struct zk_req {
 	struct zk	*zk;
+	struct part	*pt;		/* whose election; NULL: members */
 	enum zk_kind	 kind;
 	uint64_t	 gen;
 	char		 name[ELECTION_NAME_MAX];
@@ -75,6 +82,8 @@ struct zk_req {
 /* A message from the ZooKeeper thread to the loop. */
 struct zk_msg {
 	struct zk_msg	*next;
+	struct part	*pt;		/* answers: whose election */
+	char		*path;		/* watches: the node's whole path */
 	enum zk_kind	 kind;
 	uint64_t	 gen;
 	int		 rc;
@@ -122,9 +131,45 @@ struct zk {
 	bool		 probe_warned;	/* "cannot tell" said once */
 	int		 told_timeout;	/* negotiated timeout last logged */
 	bool		 told_short;	/* "below twice tick_time" said */
+	struct part	 single;	/* the one election (no partitions) */
+
+	/* partitions (doc/design.md, "Partitions") */
+	char		*parts_base;	/* election.path "/partitions/" */
+	char		*members_path;	/* election.path "/members" */
+	bool		 new_session_owed; /* a fan-out asked for one */
+	uint64_t	 last_kick_at;
+	int64_t		 member_session; /* the session our node is of */
+	char		 member_node[ELECTION_NAME_MAX]; /* "" = none known */
+	bool		 member_creating;
+	struct zk_member *members;
+	int		 nmembers;
+	uint64_t	 member_gen;	/* of the listing being read */
+	int		 member_reads;	/* data reads of it in flight */
+	bool		 parts_stopping;
+	bool		 parts_stopped;	/* EV_STOP sent to every partition */
+	struct event	*ev_parts_stop;
 };
 
-static void	zk_perform(struct zk *, const struct election_action *);
+/* A member node: "m-" and ten digits, its data the agent's id. */
+struct zk_member {
+	char		 name[ELECTION_NAME_MAX];
+	int64_t		 seq;
+	char		 id[ELECTION_ID_MAX];
+	bool		 known;		/* id read */
+	bool		 listed;	/* in the last listing */
+};
+
+
+static void	zk_perform(struct zk *, struct part *,
+		    const struct election_action *);
+static void	zk_members_list(struct zk *);
+static void	zk_members_apply(struct zk *, struct zk_msg *);
+static void	zk_parts_check_stop(struct zk *);
+static struct part *zk_part_of_path(struct zk *, const char *);
+static void	zk_members_session(struct zk *, const struct election_event *);
+static void	zk_part_changed(struct zk *, struct part *);
+static void	zk_handle_open(struct zk *);
+static void	zk_schedule_tick(struct zk *);
 static int	zk_resolve_servers(struct zk *, bool);
 static void	zk_nag_start(struct zk *);
 static void	zk_probe_start(struct zk *);
@@ -227,8 +272,19 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 	if (path != NULL) {
 		slash = strrchr(path, '/');
 		m->name = strdup(slash != NULL ? slash + 1 : path);
+		m->path = strdup(path);
 	}
 	zk_enqueue(zk, m);
+}
+
+/* A message answering REQ. */
+static struct zk_msg *
+zk_msg_req(const struct zk_req *req, int rc)
+{
+	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+
+	m->pt = req->pt;
+	return m;
 }
 
 /* The first op of a failed multi that says why (later ones only say
@@ -250,7 +306,7 @@ static void
 zk_multi_cb(int rc, const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 
 	m->name = strdup(req->name);
 	if (rc == ZOK && req->kind == ZK_CLAIM)
@@ -272,7 +328,7 @@ zk_req_done(struct zk_req *req)
 
 	if (__atomic_sub_fetch(&req->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	m = zk_msg_new(req->kind, req->gen, req->rc);
+	m = zk_msg_req(req, req->rc);
 	m->failed_op = req->failed_op;
 	m->name = strdup(req->name);
 	m->owner = req->owner;
@@ -333,6 +389,15 @@ zk_renew_get_cb(int rc, const char *value, int value_len,
 	zk_req_done(req);
 }
 
+static void
+zk_void_cb(int rc, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+
+	zk_enqueue(req->zk, zk_msg_req(req, rc));
+	free(req);
+}
+
 /* A sync before a listing: only its failure matters, the listing says it. */
 static void
 zk_sync_cb(int rc, const char *value, const void *data)
@@ -347,7 +412,7 @@ zk_string_cb(int rc, const char *value, const void *data)
 	/* Intermediate creates of the election path have no request. */
 	if (req == NULL)
 		return;
-	zk_enqueue(req->zk, zk_msg_new(req->kind, req->gen, rc));
+	zk_enqueue(req->zk, zk_msg_req(req, rc));
 	free(req);
 }
 
@@ -356,7 +421,7 @@ zk_string_stat_cb(int rc, const char *value, const struct Stat *stat,
     const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 
 	if (rc == ZOK && value != NULL)
 		m->name = strdup(value);
@@ -372,7 +437,7 @@ static void
 zk_stat_cb(int rc, const struct Stat *stat, const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 
 	m->name = strdup(req->name);
 	if (rc == ZOK && stat != NULL) {
@@ -388,7 +453,7 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
     const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 
 	m->name = strdup(req->name);
 	if (rc == ZOK) {
@@ -408,7 +473,7 @@ static void
 zk_strings_cb(int rc, const struct String_vector *strings, const void *data)
 {
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 	int i;
 
 	if (rc == ZOK && strings != NULL && strings->count > 0) {
@@ -434,6 +499,7 @@ zk_msg_free(struct zk_msg *m)
 		free(m->names[i]);
 	free(m->names);
 	free(m->name);
+	free(m->path);
 	free(m->data);
 	free(m);
 }
@@ -494,7 +560,7 @@ static void
 zk_log_timeout(struct zk *zk, int negotiated)
 {
 	const struct config *conf = zk->agent->conf;
-	const struct election *e = &zk->agent->election;
+	const struct election *e = zk_session_election(zk->agent);
 	int asked = (int)conf->zk_session_timeout_ms;
 
 	if (negotiated != zk->told_timeout) {
@@ -529,6 +595,8 @@ static void
 zk_apply(struct zk *zk, struct zk_msg *m)
 {
 	struct election_event ev;
+	struct part *pt = m->pt;
+	int i;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.gen = m->gen;
@@ -555,10 +623,17 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		ev.session_id = m->session_id;
 		ev.timeout_ms = m->timeout_ms;
 		ev.sent = zk->opened;
-		if (ev.session != zk->agent->election.session ||
+		if (ev.session != zk_session_election(zk->agent)->session ||
 		    ev.session == SESSION_CONNECTED)
 			zk_log_session(zk, ev.session, m);
 		break;
+	case ZK_MEMBER_CREATE:
+	case ZK_MEMBER_LIST:
+	case ZK_MEMBER_WATCH:
+	case ZK_MEMBER_DATA:
+	case ZK_MEMBER_DELETE:
+		zk_members_apply(zk, m);
+		return;
 	case ZK_PARENT:		ev.type = EV_PARENT_CREATED; break;
 	case ZK_CREATE:		ev.type = EV_CREATED; break;
 	case ZK_LIST:		ev.type = EV_CHILDREN; break;
@@ -572,11 +647,12 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_SUCCESSOR:	ev.type = EV_SUCCESSOR_DATA; break;
 	case ZK_RELEASE:
 		ev.type = EV_RELEASED;
-		if (ev.rc == ZOK && ev.gen == zk->agent->election.gen)
+		if (ev.rc == ZOK && pt != NULL && ev.gen == pt->e->gen)
 			zk_trace("release-done");
 		break;
 	case ZK_NOTIFIED:
 		ev.type = EV_NOTIFIED;
+		ev.now = clock_now_ms();
 		ev.told = (uint64_t)m->zxid;
 		zk_trace("told");
 		break;
@@ -597,9 +673,31 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		    zerror(ev.rc));
 	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED)
 		zk->connects++;
-	zk_feed(zk, &ev);
+	if (zk->agent->parts == NULL) {
+		zk_feed(zk, &ev);
+	} else if (ev.type == EV_SESSION) {
+		/* Every partition hears of the session; a new one is opened
+		 * once, however many of them ask. */
+		zk->new_session_owed = false;
+		for (i = 0; i < zk->agent->nparts; i++)
+			zk_feed_part(zk, &zk->agent->parts[i], &ev);
+		zk_members_session(zk, &ev);
+		if (zk->new_session_owed) {
+			zk->new_session_owed = false;
+			if (zk->zh != NULL)
+				zookeeper_close(zk->zh);
+			zk->zh = NULL;
+			zk_handle_open(zk);
+		}
+	} else {
+		if (pt == NULL && m->path != NULL)
+			pt = zk_part_of_path(zk, m->path);
+		if (pt == NULL)
+			return;		/* a watch of no partition of ours */
+		zk_feed_part(zk, pt, &ev);
+	}
 	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED &&
-	    zk->agent->election.session == SESSION_CONNECTED) {
+	    zk_session_election(zk->agent)->session == SESSION_CONNECTED) {
 		zk_log_timeout(zk, ev.timeout_ms);
 		zk_probe_start(zk);
 	}
@@ -629,19 +727,38 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
 	struct election_event ev;
+	uint64_t at;
+	int i;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_TICK;
 	ev.now = clock_now_ms();
-	zk_feed(zk, &ev);
+	if (zk->agent->parts == NULL) {
+		zk_feed(zk, &ev);
+		return;
+	}
+	for (i = 0; i < zk->agent->nparts; i++) {
+		at = election_next_tick(zk->agent->parts[i].e);
+		if (at != 0 && at <= ev.now)
+			zk_feed_part(zk, &zk->agent->parts[i], &ev);
+	}
+	zk_schedule_tick(zk);
 }
 
 static void
 zk_schedule_tick(struct zk *zk)
 {
-	uint64_t at = election_next_tick(&zk->agent->election), now;
+	uint64_t at = 0, t, now;
 	struct timeval tv;
+	int i;
 
+	if (zk->agent->parts == NULL)
+		at = election_next_tick(&zk->agent->election);
+	for (i = 0; i < zk->agent->nparts; i++) {
+		t = election_next_tick(zk->agent->parts[i].e);
+		if (t != 0 && (at == 0 || t < at))
+			at = t;
+	}
 	if (at == 0) {
 		event_del(zk->ev_tick);
 		return;
@@ -710,7 +827,7 @@ zk_nag_cb(evutil_socket_t fd, short what, void *arg)
 	char why[sizeof(zk_client_error)];
 	struct timeval tv;
 
-	if (zk->agent->election.session == SESSION_CONNECTED)
+	if (zk_session_election(zk->agent)->session == SESSION_CONNECTED)
 		return;
 	pthread_mutex_lock(&zk_client_error_lock);
 	snprintf(why, sizeof(why), "%s", zk_client_error[0] != '\0' ?
@@ -773,15 +890,16 @@ zk_reopen_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static struct zk_req *
-zk_req_new(struct zk *zk, enum zk_kind kind, const char *name)
+zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 {
 	struct zk_req *req = calloc(1, sizeof(*req));
 
 	if (req == NULL)
 		abort();
 	req->zk = zk;
+	req->pt = pt;
 	req->kind = kind;
-	req->gen = zk->agent->election.gen;
+	req->gen = pt != NULL ? pt->e->gen : zk->member_gen;
 	req->failed_op = -1;
 	if (name != NULL)
 		snprintf(req->name, sizeof(req->name), "%s", name);
@@ -791,12 +909,12 @@ zk_req_new(struct zk *zk, enum zk_kind kind, const char *name)
 /* PATH/NAME into buf; config keeps paths short enough, and a path that
  * would not fit is never sent cut short. */
 static int
-zk_node_path(struct zk *zk, const char *name, char *buf, size_t len)
+zk_node_path(struct part *pt, const char *name, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s/%s", zk->path, name);
+	int n = snprintf(buf, len, "%s/%s", pt->path, name);
 
 	if (n < 0 || (size_t)n >= len) {
-		log_error("zookeeper: path %s/%s too long; not sent", zk->path,
+		log_error("zookeeper: path %s/%s too long; not sent", pt->path,
 		    name);
 		return -1;
 	}
@@ -808,7 +926,7 @@ zk_node_path(struct zk *zk, const char *name, char *buf, size_t len)
 static void
 zk_refused(struct zk *zk, struct zk_req *req, int rc)
 {
-	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
+	struct zk_msg *m = zk_msg_req(req, rc);
 
 	m->name = strdup(req->name);
 	zk_enqueue(zk, m);
@@ -820,13 +938,13 @@ zk_refused(struct zk *zk, struct zk_req *req, int rc)
  * not exists, so that no watch lingers on a node that is already gone).
  */
 static int
-zk_watch_node(struct zk *zk, const char *name, enum zk_kind read_kind,
-    enum zk_kind watch_kind, struct zk_req **reqp)
+zk_watch_node(struct zk *zk, struct part *pt, const char *name,
+    enum zk_kind read_kind, enum zk_kind watch_kind, struct zk_req **reqp)
 {
 	char path[CONFIG_ZK_PATH_MAX];
 
-	*reqp = zk_req_new(zk, read_kind, name);
-	if (zk_node_path(zk, name, path, sizeof(path)) == -1)
+	*reqp = zk_req_new(zk, pt, read_kind, name);
+	if (zk_node_path(pt, name, path, sizeof(path)) == -1)
 		return ZBADARGUMENTS;
 	return zoo_awget(zk->zh, path, zk_node_watcher, ZK_WATCH_CTX(watch_kind),
 	    zk_data_cb, *reqp);
@@ -839,25 +957,26 @@ zk_watch_node(struct zk *zk, const char *name, enum zk_kind read_kind,
  * order; the last one reports all three.
  */
 static int
-zk_renew(struct zk *zk, const char *name, struct zk_req **reqp)
+zk_renew(struct zk *zk, struct part *pt, const char *name,
+    struct zk_req **reqp)
 {
-	struct zk_req *req = zk_req_new(zk, ZK_RENEW, name);
+	struct zk_req *req = zk_req_new(zk, pt, ZK_RENEW, name);
 	int rc, i;
 
 	*reqp = NULL;
 	req->refs = 3;
-	if (zk_node_path(zk, name, req->paths[0], sizeof(req->paths[0])) == -1) {
+	if (zk_node_path(pt, name, req->paths[0], sizeof(req->paths[0])) == -1) {
 		*reqp = req;
 		return ZBADARGUMENTS;
 	}
 	for (i = 0; i < 3; i++) {
 		if (i == 0)
-			rc = zoo_async(zk->zh, zk->path, zk_renew_sync_cb, req);
+			rc = zoo_async(zk->zh, pt->path, zk_renew_sync_cb, req);
 		else if (i == 1)
 			rc = zoo_aexists(zk->zh, req->paths[0], 0,
 			    zk_renew_exists_cb, req);
 		else
-			rc = zoo_aget(zk->zh, zk->path, 0, zk_renew_get_cb, req);
+			rc = zoo_aget(zk->zh, pt->path, 0, zk_renew_get_cb, req);
 		if (rc != ZOK)
 			break;
 	}
@@ -875,35 +994,36 @@ zk_renew(struct zk *zk, const char *name, struct zk_req **reqp)
 
 /* The claim or the release: one atomic multi (see election.h). */
 static int
-zk_multi(struct zk *zk, const struct election_action *a, struct zk_req **reqp)
+zk_multi(struct zk *zk, struct part *pt, const struct election_action *a,
+    struct zk_req **reqp)
 {
 	struct zk_req *req;
 	int n = 0;
 
-	*reqp = req = zk_req_new(zk, a->type == ACT_CLAIM ? ZK_CLAIM : ZK_RELEASE,
-	    a->name);
-	if (zk_node_path(zk, a->name, req->paths[0], sizeof(req->paths[0])) == -1)
+	*reqp = req = zk_req_new(zk, pt, a->type == ACT_CLAIM ? ZK_CLAIM :
+	    ZK_RELEASE, a->name);
+	if (zk_node_path(pt, a->name, req->paths[0], sizeof(req->paths[0])) == -1)
 		return ZBADARGUMENTS;
 	if (a->type == ACT_CLAIM) {
 		/* Our node still exists, and the election node is written
 		 * with our claim: its mzxid is the epoch. The quorum orders it
 		 * after our node's creation and after every earlier claim. */
 		zoo_check_op_init(&req->ops[n++], req->paths[0], -1);
-		zoo_set_op_init(&req->ops[n++], zk->path, a->data, a->datalen, -1,
+		zoo_set_op_init(&req->ops[n++], pt->path, a->data, a->datalen, -1,
 		    &req->set_stat);
 	} else {
 		/* Let go of our node; a leader names its successor in the
 		 * same transaction (or says nobody leads), so the successor
 		 * needs no write of its own. */
 		if (a->successor[0] != '\0') {
-			if (zk_node_path(zk, a->successor, req->paths[1],
+			if (zk_node_path(pt, a->successor, req->paths[1],
 			    sizeof(req->paths[1])) == -1)
 				return ZBADARGUMENTS;
 			zoo_check_op_init(&req->ops[n++], req->paths[1], -1);
 		}
 		zoo_delete_op_init(&req->ops[n++], req->paths[0], -1);
 		if (a->write_claim)
-			zoo_set_op_init(&req->ops[n++], zk->path, a->data,
+			zoo_set_op_init(&req->ops[n++], pt->path, a->data,
 			    a->datalen, -1, &req->set_stat);
 	}
 	req->nops = n;
@@ -1075,7 +1195,7 @@ zk_kick(struct zk *zk, bool observer)
 		else
 			log_warnx("zookeeper: no answer from %s for %" PRIu64
 			    " ms; moving to another server", name,
-			    zk->agent->election.shape.kick);
+			    zk_session_election(zk->agent)->shape.kick);
 		shutdown(fd, SHUT_RDWR);
 	}
 }
@@ -1102,9 +1222,10 @@ zk_probe_end(struct zk *zk)
 static void
 zk_probe_done(struct zk *zk, const char *why)
 {
-	struct election *e = &zk->agent->election;
+	struct election *e = zk_session_election(zk->agent);
 	struct election_event ev;
 	char text[ZK_PROBE_MAX + 1], *mode;
+	int i;
 	ev_ssize_t n = 0;
 
 	if (zk->probe != NULL)
@@ -1140,7 +1261,14 @@ zk_probe_done(struct zk *zk, const char *why)
 	}
 	log_debug("zookeeper: %s is %s", zk->probe_peer,
 	    election_server_name(ev.server));
-	zk_feed(zk, &ev);
+	if (zk->agent->parts == NULL) {
+		zk_feed(zk, &ev);
+		return;
+	}
+	for (i = 0; i < zk->agent->nparts; i++) {
+		ev.gen = zk->agent->parts[i].e->gen;
+		zk_feed_part(zk, &zk->agent->parts[i], &ev);
+	}
 }
 
 static void
@@ -1202,10 +1330,10 @@ zk_probe_start(struct zk *zk)
 }
 
 static void
-zk_perform(struct zk *zk, const struct election_action *a)
+zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 {
 	struct agent *agent = zk->agent;
-	struct election *e = &agent->election;
+	struct election *e = pt->e;
 	char path[CONFIG_ZK_PATH_MAX];
 	struct zk_req *req = NULL;
 	int rc = ZOK;
@@ -1218,7 +1346,7 @@ zk_perform(struct zk *zk, const struct election_action *a)
 	case ACT_CREATE_PARENT: {
 		/* Every component, pipelined; the last one answers for all. */
 		char *p;
-		snprintf(path, sizeof(path), "%s", zk->path);
+		snprintf(path, sizeof(path), "%s", pt->path);
 		for (p = strchr(path + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
 			*p = '\0';
 			(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
@@ -1226,14 +1354,14 @@ zk_perform(struct zk *zk, const struct election_action *a)
 			*p = '/';
 		}
 		log_info("election: creating the election path %s", path);
-		req = zk_req_new(zk, ZK_PARENT, NULL);
+		req = zk_req_new(zk, pt, ZK_PARENT, NULL);
 		rc = zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
 		    zk_string_cb, req);
 		break;
 	}
 	case ACT_CREATE:
-		req = zk_req_new(zk, ZK_CREATE, NULL);
-		if (snprintf(path, sizeof(path), "%s%s-latch-", zk->prefix,
+		req = zk_req_new(zk, pt, ZK_CREATE, NULL);
+		if (snprintf(path, sizeof(path), "%s%s-latch-", pt->prefix,
 		    e->uuid) >= (int)sizeof(path)) {
 			rc = ZBADARGUMENTS;
 			break;
@@ -1243,76 +1371,89 @@ zk_perform(struct zk *zk, const struct election_action *a)
 		    zk->aclp, ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req);
 		break;
 	case ACT_LIST:
-		req = zk_req_new(zk, ZK_LIST, NULL);
+		req = zk_req_new(zk, pt, ZK_LIST, NULL);
 		if (a->sync)
-			rc = zoo_async(zk->zh, zk->path, zk_sync_cb, NULL);
+			rc = zoo_async(zk->zh, pt->path, zk_sync_cb, NULL);
 		if (rc == ZOK)
-			rc = zoo_aget_children(zk->zh, zk->path, 0, zk_strings_cb,
+			rc = zoo_aget_children(zk->zh, pt->path, 0, zk_strings_cb,
 			    req);
 		break;
 	case ACT_WATCH_CHILDREN:
-		req = zk_req_new(zk, ZK_LIST, NULL);
-		rc = zoo_awget_children(zk->zh, zk->path, zk_node_watcher,
+		req = zk_req_new(zk, pt, ZK_LIST, NULL);
+		rc = zoo_awget_children(zk->zh, pt->path, zk_node_watcher,
 		    ZK_WATCH_CTX(ZK_CHILD_WATCH), zk_strings_cb, req);
 		break;
 	case ACT_WATCH_PRED:
-		rc = zk_watch_node(zk, a->name, ZK_PRED_SET, ZK_PRED_WATCH, &req);
+		rc = zk_watch_node(zk, pt, a->name, ZK_PRED_SET, ZK_PRED_WATCH, &req);
 		break;
 	case ACT_GET_OWNER:
-		req = zk_req_new(zk, ZK_OWNER, a->name);
-		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+		req = zk_req_new(zk, pt, ZK_OWNER, a->name);
+		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
 			rc = ZBADARGUMENTS;
 		else
 			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
 		break;
 	case ACT_CLAIM:
 		zk_trace("confirm-sent");
-		rc = zk_multi(zk, a, &req);
+		rc = zk_multi(zk, pt, a, &req);
 		break;
 	case ACT_RELEASE:
 		zk_trace("release-sent");
-		log_info("election: releasing %s/%s%s%s", zk->path, a->name,
+		log_info("election: releasing %s/%s%s%s", pt->path, a->name,
 		    a->successor[0] != '\0' ? "; naming the next leader " : "",
 		    a->successor);
-		rc = zk_multi(zk, a, &req);
+		rc = zk_multi(zk, pt, a, &req);
 		break;
 	case ACT_RENEW:
-		rc = zk_renew(zk, a->name, &req);
+		rc = zk_renew(zk, pt, a->name, &req);
 		break;
 	case ACT_WATCH_CLAIM:
 		if (e->phase == PHASE_TAKEOVER)
 			zk_trace("confirm-sent");
-		req = zk_req_new(zk, ZK_CLAIM_DATA, NULL);
-		rc = zoo_awget(zk->zh, zk->path, zk_node_watcher,
+		req = zk_req_new(zk, pt, ZK_CLAIM_DATA, NULL);
+		rc = zoo_awget(zk->zh, pt->path, zk_node_watcher,
 		    ZK_WATCH_CTX(ZK_CLAIM_WATCH), zk_data_cb, req);
 		break;
 	case ACT_READ_CLAIM:
 		if (e->phase == PHASE_TAKEOVER)
 			zk_trace("confirm-sent");
-		req = zk_req_new(zk, ZK_CLAIM_DATA, NULL);
-		rc = zoo_aget(zk->zh, zk->path, 0, zk_data_cb, req);
+		req = zk_req_new(zk, pt, ZK_CLAIM_DATA, NULL);
+		rc = zoo_aget(zk->zh, pt->path, 0, zk_data_cb, req);
 		break;
 	case ACT_WATCH_SELF:
-		rc = zk_watch_node(zk, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
+		rc = zk_watch_node(zk, pt, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
 		break;
 	case ACT_READ_SUCCESSOR:
-		req = zk_req_new(zk, ZK_SUCCESSOR, a->name);
-		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+		req = zk_req_new(zk, pt, ZK_SUCCESSOR, a->name);
+		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
 			rc = ZBADARGUMENTS;
 		else
 			rc = zoo_aget(zk->zh, path, 0, zk_data_cb, req);
 		break;
 	case ACT_CHECK_AHEAD:
-		req = zk_req_new(zk, ZK_AHEAD, a->name);
-		if (zk_node_path(zk, a->name, path, sizeof(path)) == -1)
+		req = zk_req_new(zk, pt, ZK_AHEAD, a->name);
+		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
 			rc = ZBADARGUMENTS;
 		else
 			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
 		break;
 	case ACT_KICK:
+		/* Partitions ask together: one kick moves the connection. */
+		if (agent->parts != NULL && zk->last_kick_at != 0 &&
+		    clock_now_ms() < zk->last_kick_at + 100)
+			return;
+		zk->last_kick_at = clock_now_ms();
 		zk_kick(zk, strcmp(a->name, "observer") == 0);
 		return;
 	case ACT_NEW_SESSION:
+		if (agent->parts != NULL) {
+			/* Once for all partitions, after the fan-out (or now,
+			 * outside of one: an auth failure's retry). */
+			if (zk->new_session_owed)
+				return;
+			zk->new_session_owed = true;
+			return;
+		}
 		/* Rule 8; we are in the loop, not a ZooKeeper callback. */
 		if (zk->zh != NULL)
 			zookeeper_close(zk->zh);
@@ -1322,9 +1463,16 @@ zk_perform(struct zk *zk, const struct election_action *a)
 	case ACT_NOTIFY:
 		/* When the app has been told (a->wait), EV_NOTIFIED follows
 		 * from the queue, after the rest of this step's actions. */
-		agent_notify(agent, a);
+		if (pt->name != NULL)
+			agent_notify_part(agent, pt, a);
+		else
+			agent_notify(agent, a);
 		return;
 	case ACT_EXIT:
+		if (agent->parts != NULL) {
+			zk_parts_check_stop(zk);
+			return;
+		}
 		/*
 		 * Closing the session is a transaction of its own. Right after
 		 * a release that named a successor, it would compete with the
@@ -1350,6 +1498,18 @@ zk_notified(struct zk *zk, uint64_t told)
 {
 	struct zk_msg *m = zk_msg_new(ZK_NOTIFIED, 0, ZOK);
 
+	m->pt = &zk->single;
+	m->zxid = (int64_t)told;
+	zk_enqueue(zk, m);
+}
+
+/* The same, for a partition. */
+void
+zk_part_notified(struct zk *zk, struct part *pt, uint64_t told)
+{
+	struct zk_msg *m = zk_msg_new(ZK_NOTIFIED, 0, ZOK);
+
+	m->pt = pt;
 	m->zxid = (int64_t)told;
 	zk_enqueue(zk, m);
 }
@@ -1362,10 +1522,11 @@ zk_notified(struct zk *zk, uint64_t told)
  * disconnect while leading began and ended.
  */
 static void
-zk_log_step(struct zk *zk, const struct election *before,
+zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
     const struct election_actions *out)
 {
-	const struct election *e = &zk->agent->election;
+	const struct election *e = pt->e;
+	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
 	const char *reason = "";
 	uint64_t now = clock_now_ms();
 	int i;
@@ -1373,17 +1534,19 @@ zk_log_step(struct zk *zk, const struct election *before,
 	for (i = 0; i < out->n; i++)
 		if (out->a[i].type == ACT_NOTIFY)
 			reason = out->a[i].reason;
+	if (pt->name != NULL)
+		snprintf(in, sizeof(in), " partition=%s", pt->name);
 	if (e->role == ELECTION_LEADER && before->role != ELECTION_LEADER) {
 		zk_trace("confirm-done");
 		log_debug("audit: lead epoch=%" PRIu64 " at=%" PRIu64 " until=%"
-		    PRIu64, e->epoch, clock_now_us(), e->lease_deadline);
+		    PRIu64 "%s", e->epoch, clock_now_us(), e->lease_deadline, in);
 	} else if (e->role == ELECTION_LEADER &&
 	    e->lease_deadline > before->lease_deadline)
-		log_debug("audit: lease epoch=%" PRIu64 " until=%" PRIu64,
-		    e->epoch, e->lease_deadline);
+		log_debug("audit: lease epoch=%" PRIu64 " until=%" PRIu64 "%s",
+		    e->epoch, e->lease_deadline, in);
 	else if (e->role != ELECTION_LEADER && before->role == ELECTION_LEADER)
 		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
-		    " reason=%s", before->epoch, clock_now_us(), reason);
+		    " reason=%s%s", before->epoch, clock_now_us(), reason, in);
 
 	if (before->last.bar != e->last.bar) {
 		if (e->last.bar != BAR_NONE)
@@ -1396,7 +1559,7 @@ zk_log_step(struct zk *zk, const struct election *before,
 	if (before->phase == PHASE_WATCHING && e->phase == PHASE_TAKEOVER)
 		zk_trace("pred-gone");
 	if (before->phase == PHASE_HOLDING && e->phase != PHASE_HOLDING &&
-	    !e->stopping)
+	    !e->stopping && pt->name == NULL)
 		log_info("election: the resign's hold is over; rejoining");
 	if (before->riding_since == 0 && e->riding_since != 0)
 		log_warnx("election: connection lost while leading; leading on "
@@ -1414,11 +1577,25 @@ zk_log_step(struct zk *zk, const struct election *before,
 	}
 }
 
+/* Feeds the single election, or (partitions) every partition's. */
 void
 zk_feed(struct zk *zk, struct election_event *ev)
 {
+	int i;
+
+	if (zk->agent->parts == NULL) {
+		zk_feed_part(zk, &zk->single, ev);
+		return;
+	}
+	for (i = 0; i < zk->agent->nparts; i++)
+		zk_feed_part(zk, &zk->agent->parts[i], ev);
+}
+
+void
+zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
+{
 	struct agent *agent = zk->agent;
-	struct election *e = &agent->election;
+	struct election *e = pt->e;
 	struct election_actions out;
 	struct election before;
 	int i;
@@ -1427,16 +1604,531 @@ zk_feed(struct zk *zk, struct election_event *ev)
 	/* Only the scalars are compared; the copy does not own e->ahead. */
 	memcpy(&before, e, sizeof(before));
 	election_step(e, ev, &out);
-	zk_log_step(zk, &before, &out);
+	zk_log_step(zk, pt, &before, &out);
 	for (i = 0; i < out.n; i++) {
-		log_debug("election: %s %s (phase %s, gen %" PRIu64 ")",
+		log_debug("election: %s%s%s %s (phase %s, gen %" PRIu64 ")",
+		    pt->name != NULL ? pt->name : "", pt->name != NULL ? ":" : "",
 		    election_action_name(out.a[i].type), out.a[i].name,
 		    election_phase_name(e->phase), e->gen);
-		zk_perform(zk, &out.a[i]);
+		zk_perform(zk, pt, &out.a[i]);
 	}
 	zk_schedule_tick(zk);
-	if (e->index != before.index)
-		agent_changed(agent);
+	if (e->index != before.index) {
+		if (pt->name != NULL)
+			zk_part_changed(zk, pt);
+		else
+			agent_changed(agent);
+	}
+	if (pt->name != NULL && zk->parts_stopping)
+		zk_parts_check_stop(zk);
+}
+
+/* --- Partitions: the member node, the listing, the assignment. --- */
+
+/* The election that speaks for the session. */
+struct election *
+zk_session_election(struct agent *agent)
+{
+	return agent->parts != NULL ? agent->parts[0].e : &agent->election;
+}
+
+/* The partition a watched path belongs to: BASE NAME [/ child]. */
+static struct part *
+zk_part_of_path(struct zk *zk, const char *path)
+{
+	size_t blen = strlen(zk->parts_base), nlen;
+	const char *name, *slash;
+	int i;
+
+	if (strncmp(path, zk->parts_base, blen) != 0)
+		return NULL;
+	name = path + blen;
+	slash = strchr(name, '/');
+	nlen = slash != NULL ? (size_t)(slash - name) : strlen(name);
+	for (i = 0; i < zk->agent->nparts; i++) {
+		if (strlen(zk->agent->parts[i].name) == nlen &&
+		    memcmp(zk->agent->parts[i].name, name, nlen) == 0)
+			return &zk->agent->parts[i];
+	}
+	return NULL;
+}
+
+/* Counts what we own; a rebalance ends when it equals what we are
+ * assigned. */
+static void
+zk_parts_count(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	struct agent_members *mb = &agent->members;
+	bool settled = true;
+	int i, owned = 0;
+
+	for (i = 0; i < agent->nparts; i++) {
+		if (agent->parts[i].owned)
+			owned++;
+		if (agent->parts[i].owned != agent->parts[i].assigned)
+			settled = false;
+	}
+	mb->owned = owned;
+	if (settled && mb->rebalance_started != 0) {
+		mb->rebalance_ms = clock_now_ms() - mb->rebalance_started;
+		mb->rebalance_started = 0;
+		log_info("partitions: settled in %" PRIu64 " ms: leading %d of "
+		    "%d, with %d members", mb->rebalance_ms, owned,
+		    agent->nparts, mb->count);
+	}
+}
+
+/* A partition's report changed: note a gain or loss, wake long polls. */
+static void
+zk_part_changed(struct zk *zk, struct part *pt)
+{
+	bool owned = pt->e->role == ELECTION_LEADER;
+
+	zk->agent->members.index++;
+	if (owned != pt->owned) {
+		pt->owned = owned;
+		zk->agent->members.ownership_changes++;
+		zk_parts_count(zk);
+	}
+	agent_parts_changed(zk->agent);
+}
+
+/* Tells each partition whether it is ours now. */
+static void
+zk_assign(struct zk *zk, struct part *pt, bool assigned)
+{
+	struct election_event ev;
+
+	pt->assigned = assigned;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_ASSIGN;
+	ev.now = clock_now_ms();
+	ev.assigned = assigned;
+	zk_feed_part(zk, pt, &ev);
+}
+
+static int
+zk_member_cmp(const void *va, const void *vb)
+{
+	const struct zk_member *a = va, *b = vb;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Every member's id is known: who should own what (assign.c). */
+static void
+zk_members_assign(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	struct assign_member *am;
+	const char **names;
+	int *owner, i, k = 0, self = -1, assigned = 0, before, was;
+	bool changed = false;
+
+	if (zk->parts_stopping)
+		return;
+	am = calloc((size_t)zk->nmembers + 1, sizeof(*am));
+	names = calloc((size_t)agent->nparts, sizeof(*names));
+	owner = calloc((size_t)agent->nparts, sizeof(*owner));
+	if (am == NULL || names == NULL || owner == NULL)
+		abort();
+	for (i = 0; i < zk->nmembers; i++) {
+		if (!zk->members[i].known)
+			continue;
+		if (strcmp(zk->members[i].name, zk->member_node) == 0)
+			self = k;
+		am[k].id = zk->members[i].id;
+		am[k].seq = zk->members[i].seq;
+		k++;
+	}
+	for (i = 0; i < agent->nparts; i++)
+		names[i] = agent->parts[i].name;
+	before = agent->members.count;
+	was = agent->members.assigned;
+	if (k > 0 && assign_partitions(am, k, names, agent->nparts,
+	    owner) == -1)
+		k = 0;
+	for (i = 0; i < agent->nparts; i++) {
+		bool mine = k > 0 && self >= 0 && owner[i] == self;
+
+		if (mine)
+			assigned++;
+		if (mine != agent->parts[i].assigned) {
+			changed = true;
+			zk_assign(zk, &agent->parts[i], mine);
+		}
+	}
+	agent->members.count = k;
+	agent->members.assigned = assigned;
+	if (k != before || changed) {
+		log_info("partitions: %d members (%d before)%s; %d of %d "
+		    "assigned to us (%d before)", k, before, self < 0 ?
+		    ", not one of them yet" : "", assigned, agent->nparts, was);
+		agent->members.index++;
+		if (agent->members.rebalance_started == 0)
+			agent->members.rebalance_started = clock_now_ms();
+		zk_parts_count(zk);
+		agent_parts_changed(agent);
+	}
+	free(am);
+	free(names);
+	free(owner);
+}
+
+/* Our member node, created for this session (after its parents). */
+static void
+zk_member_create(struct zk *zk)
+{
+	const char *id = zk->agent->conf->election_id;
+	char path[CONFIG_ZK_PATH_MAX], *p;
+	struct zk_req *req;
+
+	snprintf(path, sizeof(path), "%s", zk->members_path);
+	for (p = strchr(path + 1, '/'); ; p = strchr(p + 1, '/')) {
+		if (p != NULL)
+			*p = '\0';
+		(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
+		    zk_string_cb, NULL);
+		if (p == NULL)
+			break;
+		*p = '/';
+	}
+	snprintf(path, sizeof(path), "%s", zk->parts_base);
+	path[strlen(path) - 1] = '\0';	/* .../partitions */
+	(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0, zk_string_cb,
+	    NULL);
+	snprintf(path, sizeof(path), "%s/m-", zk->members_path);
+	req = zk_req_new(zk, NULL, ZK_MEMBER_CREATE, NULL);
+	zk->member_creating = true;
+	if (zoo_acreate2(zk->zh, path, id, (int)strlen(id), zk->aclp,
+	    ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req) != ZOK) {
+		zk->member_creating = false;
+		free(req);
+	}
+}
+
+/* Lists the members, leaving a watch for the next change. */
+static void
+zk_members_list(struct zk *zk)
+{
+	struct zk_req *req;
+
+	if (zk->zh == NULL)
+		return;
+	zk->member_gen++;
+	zk->member_reads = 0;
+	req = zk_req_new(zk, NULL, ZK_MEMBER_LIST, NULL);
+	if (zoo_awget_children(zk->zh, zk->members_path, zk_node_watcher,
+	    ZK_WATCH_CTX(ZK_MEMBER_WATCH), zk_strings_cb, req) != ZOK)
+		free(req);
+}
+
+static void
+zk_member_data_cb(int rc, const char *value, int value_len,
+    const struct Stat *stat, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+	struct zk_msg *m = zk_msg_req(req, rc);
+
+	m->name = strdup(req->name);
+	if (rc == ZOK) {
+		m->data = zk_dup(value, value_len);
+		m->datalen = value != NULL ? value_len : 0;
+		if (stat != NULL)
+			m->owner = stat->ephemeralOwner;
+	}
+	zk_enqueue(req->zk, m);
+	free(req);
+}
+
+static struct zk_member *
+zk_member_find(struct zk *zk, const char *name)
+{
+	int i;
+
+	for (i = 0; i < zk->nmembers; i++)
+		if (strcmp(zk->members[i].name, name) == 0)
+			return &zk->members[i];
+	return NULL;
+}
+
+/* The session changed: a new one needs a new member node. */
+static void
+zk_members_session(struct zk *zk, const struct election_event *ev)
+{
+	int i;
+
+	if (ev->session == SESSION_EXPIRED) {
+		/* Our member node went with the session; so did every
+		 * partition's node. Out of every queue until listed again. */
+		zk->member_node[0] = '\0';
+		zk->member_session = 0;
+		for (i = 0; i < zk->agent->nparts; i++)
+			if (zk->agent->parts[i].assigned)
+				zk_assign(zk, &zk->agent->parts[i], false);
+		zk->agent->members.count = 0;
+		zk->agent->members.assigned = 0;
+		return;
+	}
+	if (ev->session != SESSION_CONNECTED || zk->parts_stopping)
+		return;
+	if (ev->session_id != zk->member_session) {
+		zk->member_session = ev->session_id;
+		zk->member_node[0] = '\0';
+		zk->member_creating = false;
+		zk_member_create(zk);
+	}
+	zk_members_list(zk);
+}
+
+/* Answers about members: our create, a listing, an id, the watch. */
+static void
+zk_members_apply(struct zk *zk, struct zk_msg *m)
+{
+	struct zk_member *mb, *nm;
+	struct zk_req *req;
+	int i, j, n;
+	int64_t seq;
+	bool fresh;
+
+	switch (m->kind) {
+	case ZK_MEMBER_CREATE:
+		zk->member_creating = false;
+		if (m->rc == ZOK && m->name != NULL && !zk->parts_stopping) {
+			const char *slash = strrchr(m->name, '/');
+
+			snprintf(zk->member_node, sizeof(zk->member_node), "%s",
+			    slash != NULL ? slash + 1 : m->name);
+			log_info("partitions: joined as member %s/%s",
+			    zk->members_path, zk->member_node);
+			zk_members_assign(zk);
+		} else if (m->rc != ZOK && m->rc != ZCONNECTIONLOSS &&
+		    m->rc != ZOPERATIONTIMEOUT && m->rc != ZCLOSING)
+			log_warnx("partitions: cannot create the member node "
+			    "under %s: %s", zk->members_path, zerror(m->rc));
+		return;
+	case ZK_MEMBER_WATCH:
+		if (zk_session_election(zk->agent)->session == SESSION_CONNECTED)
+			zk_members_list(zk);
+		return;
+	case ZK_MEMBER_DELETE:
+		return;
+	case ZK_MEMBER_LIST:
+		if (m->gen != zk->member_gen || m->rc != ZOK)
+			return;	/* the next connection lists again */
+		for (i = 0; i < zk->nmembers; i++)
+			zk->members[i].listed = false;
+		nm = calloc((size_t)m->count + 1, sizeof(*nm));
+		if (nm == NULL)
+			abort();
+		n = 0;
+		for (i = 0; i < m->count; i++) {
+			const char *name = m->names[i];
+			char *end;
+
+			if (strncmp(name, "m-", 2) != 0 ||
+			    strlen(name) >= ELECTION_NAME_MAX)
+				continue;
+			seq = strtoll(name + 2, &end, 10);
+			if (*end != '\0' || seq < 0 || end == name + 2)
+				continue;
+			if ((mb = zk_member_find(zk, name)) != NULL)
+				nm[n] = *mb;
+			else {
+				snprintf(nm[n].name, sizeof(nm[n].name), "%s",
+				    name);
+				nm[n].seq = seq;
+			}
+			nm[n++].listed = true;
+		}
+		qsort(nm, (size_t)n, sizeof(*nm), zk_member_cmp);
+		free(zk->members);
+		zk->members = nm;
+		zk->nmembers = n;
+		zk->member_reads = 0;
+		for (j = 0; j < n; j++) {
+			if (nm[j].known)
+				continue;
+			req = zk_req_new(zk, NULL, ZK_MEMBER_DATA, nm[j].name);
+			snprintf(req->paths[0], sizeof(req->paths[0]), "%s/%s",
+			    zk->members_path, nm[j].name);
+			if (zoo_aget(zk->zh, req->paths[0], 0, zk_member_data_cb,
+			    req) != ZOK) {
+				free(req);
+				continue;
+			}
+			zk->member_reads++;
+		}
+		if (zk->member_reads == 0)
+			zk_members_assign(zk);
+		return;
+	case ZK_MEMBER_DATA:
+		if (m->gen != zk->member_gen)
+			return;
+		fresh = false;
+		if ((mb = zk_member_find(zk, m->name)) != NULL) {
+			if (m->rc == ZOK && m->datalen > 0 &&
+			    m->datalen < ELECTION_ID_MAX) {
+				memcpy(mb->id, m->data, (size_t)m->datalen);
+				mb->id[m->datalen] = '\0';
+				mb->known = true;
+				/* Our create's answer was lost (rule 6's
+				 * case): a node of our session is ours. */
+				if (zk->member_node[0] == '\0' &&
+				    !zk->member_creating && m->owner ==
+				    zk_session_election(zk->agent)->session_id &&
+				    m->owner != 0)
+					snprintf(zk->member_node,
+					    sizeof(zk->member_node), "%s",
+					    mb->name);
+			} else if (m->rc == ZNONODE) {
+				/* Gone already: the watch lists again. */
+				*mb = zk->members[zk->nmembers - 1];
+				zk->nmembers--;
+				qsort(zk->members, (size_t)zk->nmembers,
+				    sizeof(*zk->members), zk_member_cmp);
+				fresh = true;
+			}
+		}
+		(void)fresh;
+		if (--zk->member_reads <= 0)
+			zk_members_assign(zk);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Partitions: every election has stopped, or a stop waits no more. */
+static void
+zk_parts_stop_all(struct zk *zk)
+{
+	struct election_event ev;
+
+	if (zk->parts_stopped)
+		return;
+	zk->parts_stopped = true;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_STOP;
+	ev.now = clock_now_ms();
+	zk_feed(zk, &ev);
+	zk_parts_check_stop(zk);
+}
+
+static void
+zk_parts_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct zk *zk = arg;
+
+	log_warnx("stop: no successor queued in time for every partition; "
+	    "releasing anyway");
+	zk_parts_stop_all(zk);
+}
+
+/*
+ * After each step while stopping: once we lead no partition, stop every
+ * election; once every one has stopped, leave the loop.
+ */
+static void
+zk_parts_check_stop(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	bool linger = false;
+	int i;
+
+	if (!zk->parts_stopping)
+		return;
+	if (!zk->parts_stopped) {
+		for (i = 0; i < agent->nparts; i++)
+			if (agent->parts[i].e->role == ELECTION_LEADER ||
+			    agent->parts[i].e->phase == PHASE_RELEASING ||
+			    agent->parts[i].e->phase == PHASE_DELETING)
+				return;
+		zk_parts_stop_all(zk);
+		return;
+	}
+	for (i = 0; i < agent->nparts; i++) {
+		if (agent->parts[i].e->phase != PHASE_STOPPED)
+			return;
+		if (agent->parts[i].e->release_succ)
+			linger = true;
+	}
+	if (linger) {
+		struct timeval tv = { 0, ELECTION_RELEASE_LINGER_MS * 1000 };
+		event_base_loopexit(agent->base, &tv);
+	} else
+		event_base_loopexit(agent->base, NULL);
+}
+
+/*
+ * A graceful stop with partitions: our member node goes first, so that the
+ * others count us out and queue behind us; each partition we lead is
+ * released to its successor once one is queued (a parked leader does that
+ * on its own); after AGENT_PARTS_STOP_WAIT_MS the rest are released anyway.
+ */
+void
+zk_parts_stop(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	struct timeval tv = { AGENT_PARTS_STOP_WAIT_MS / 1000,
+	    (AGENT_PARTS_STOP_WAIT_MS % 1000) * 1000 };
+	struct zk_req *req;
+	char path[CONFIG_ZK_PATH_MAX];
+	int i;
+
+	if (zk->parts_stopping)
+		return;
+	zk->parts_stopping = true;
+	if (zk->member_node[0] != '\0' && zk->zh != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", zk->members_path,
+		    zk->member_node);
+		log_info("partitions: leaving: deleting member %s", path);
+		req = zk_req_new(zk, NULL, ZK_MEMBER_DELETE, NULL);
+		if (zoo_adelete(zk->zh, path, -1, zk_void_cb, req) != ZOK)
+			free(req);
+	}
+	for (i = 0; i < agent->nparts; i++)
+		if (agent->parts[i].assigned)
+			zk_assign(zk, &agent->parts[i], false);
+	agent->members.assigned = 0;
+	zk->ev_parts_stop = evtimer_new(agent->base, zk_parts_stop_cb, zk);
+	evtimer_add(zk->ev_parts_stop, &tv);
+	zk_parts_check_stop(zk);
+}
+
+/* The partitions' elections, one per name, each at its own path. */
+static void
+zk_parts_open(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	struct config *conf = agent->conf;
+	struct part *pt;
+	int i;
+
+	if (asprintf(&zk->parts_base, "%s/partitions/", conf->election_path) == -1 ||
+	    asprintf(&zk->members_path, "%s/members", conf->election_path) == -1)
+		abort();
+	agent->nparts = conf->npartitions;
+	if ((agent->parts = calloc((size_t)agent->nparts,
+	    sizeof(*agent->parts))) == NULL)
+		abort();
+	for (i = 0; i < agent->nparts; i++) {
+		pt = &agent->parts[i];
+		pt->name = conf->partitions[i];
+		if (asprintf(&pt->path, "%s%s", zk->parts_base, pt->name) == -1 ||
+		    asprintf(&pt->prefix, "%s/_c_", pt->path) == -1)
+			abort();
+		pt->e = &pt->own;
+		election_init(pt->e, conf->election_id, conf->election_value,
+		    true);
+		pt->e->step_down = agent->election.step_down;
+		pt->e->tick_ms = agent->election.tick_ms;
+		pt->e->uuid_gen = agent->election.uuid_gen;
+		pt->e->lease_naive = agent->election.lease_naive;
+		pt->e->renew_div = agent->election.renew_div;
+		pt->e->parked = true;	/* until the member listing */
+	}
 }
 
 struct zk *
@@ -1454,6 +2146,9 @@ zk_open(struct agent *agent)
 	zk->path = strdup(conf->election_path);
 	if (asprintf(&zk->prefix, "%s/_c_", conf->election_path) == -1)
 		abort();
+	zk->single.path = zk->path;
+	zk->single.prefix = zk->prefix;
+	zk->single.e = &agent->election;
 	pthread_mutex_init(&zk->lock, NULL);
 	zk->tail = &zk->head;
 	if (conf->zk_auth_scheme != NULL) {
@@ -1475,6 +2170,8 @@ zk_open(struct agent *agent)
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
 	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
+	if (conf->npartitions > 0)
+		zk_parts_open(zk);
 	zk_resolve_servers(zk, false);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
@@ -1485,6 +2182,7 @@ void
 zk_close(struct zk *zk)
 {
 	struct zk_msg *m;
+	int i;
 
 	if (zk == NULL)
 		return;
@@ -1505,5 +2203,18 @@ zk_close(struct zk *zk)
 	free(zk->addrs);
 	free(zk->path);
 	free(zk->prefix);
+	if (zk->ev_parts_stop != NULL)
+		event_free(zk->ev_parts_stop);
+	for (i = 0; i < zk->agent->nparts; i++) {
+		election_free(zk->agent->parts[i].e);
+		free(zk->agent->parts[i].path);
+		free(zk->agent->parts[i].prefix);
+	}
+	free(zk->agent->parts);
+	zk->agent->parts = NULL;
+	zk->agent->nparts = 0;
+	free(zk->members);
+	free(zk->parts_base);
+	free(zk->members_path);
 	free(zk);
 }

@@ -38,6 +38,19 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	abort();
 }
 
+void
+agent_notify_part(struct agent *agent, struct part *pt,
+    const struct election_action *a)
+{
+	abort();
+}
+
+void
+agent_parts_changed(struct agent *agent)
+{
+	abort();
+}
+
 struct outcome {
 	int	code;
 	size_t	used;

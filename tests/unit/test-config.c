@@ -187,6 +187,8 @@ START_TEST(test_good_defaults)
 	ck_assert_int_eq(conf->notify_follower_signal, 0);
 	ck_assert_int_eq(conf->log_level, LOG_INFO);
 	ck_assert_int_eq(conf->log_format, LOG_TEXT);
+	ck_assert_ptr_null(conf->partitions);	/* one election, as ever */
+	ck_assert_int_eq(conf->npartitions, 0);
 
 	/* The default id is hostname:pid. */
 	ck_assert_int_eq(gethostname(host, sizeof(host)), 0);
@@ -225,6 +227,29 @@ START_TEST(test_good_empty_sections)
 	ck_assert_uint_eq(conf->zk_session_timeout_ms, 100);
 	ck_assert_str_eq(conf->api_listen, "localhost:1");
 	ck_assert_int_eq(conf->log_level, LOG_INFO);
+	config_free(conf);
+}
+END_TEST
+
+START_TEST(test_good_partitions)
+{
+	struct config *conf = load_good("partitions-count.yaml");
+	int i;
+	char want[16];
+
+	ck_assert_int_eq(conf->npartitions, 12);
+	for (i = 0; i < 12; i++) {
+		snprintf(want, sizeof(want), "%d", i);
+		ck_assert_str_eq(conf->partitions[i], want);
+	}
+	config_free(conf);
+
+	conf = load_good("partitions-names.yaml");
+	ck_assert_int_eq(conf->npartitions, 4);
+	ck_assert_str_eq(conf->partitions[0], "eu");
+	ck_assert_str_eq(conf->partitions[1], "us");
+	ck_assert_str_eq(conf->partitions[2], "apac");
+	ck_assert_str_eq(conf->partitions[3], "tenant_7.b-2");
 	config_free(conf);
 }
 END_TEST
@@ -462,6 +487,7 @@ config_suite(void)
 	tcase_add_test(tc, test_good_defaults);
 	tcase_add_test(tc, test_good_variants);
 	tcase_add_test(tc, test_good_empty_sections);
+	tcase_add_test(tc, test_good_partitions);
 	tcase_add_test(tc, test_corpus_complete);
 	tcase_add_test(tc, test_free_null);
 	suite_add_tcase(s, tc);

@@ -24,6 +24,17 @@ agent_notify(struct agent *agent, const struct election_action *a)
 {
 }
 
+void
+agent_notify_part(struct agent *agent, struct part *pt,
+    const struct election_action *a)
+{
+}
+
+void
+agent_parts_changed(struct agent *agent)
+{
+}
+
 START_TEST(test_good_pids)
 {
 	static const struct {

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZKELECT_ASSIGN_H
+#define ZKELECT_ASSIGN_H
+
+/*
+ * Which live member should own which partition (doc/design.md,
+ * "Partitions"). A pure function of the member list and the partition
+ * names: every agent that lists the same members computes the same answer,
+ * so no agent coordinates the others. Nothing here calls ZooKeeper,
+ * libevent or the clock.
+ */
+
+#include <stdint.h>
+
+#define ASSIGN_PARTITIONS_MAX	1024
+#define ASSIGN_NAME_MAX		64	/* bytes of a partition name */
+
+struct assign_member {
+	const char	*id;		/* the agent id its member node holds */
+	int64_t		 seq;		/* its member node's sequence number */
+};
+
+/* The rendezvous score of member ID for partition NAME. */
+uint64_t assign_score(const char *id, const char *name);
+
+/*
+ * Gives each of the N partitions NAMES to one of the K MEMBERS: owner[p] is
+ * an index into MEMBERS. Each member gets floor(N/K) or ceil(N/K) of them.
+ * Returns 0, or -1 (owner untouched) when K is 0 or out of memory.
+ */
+int assign_partitions(const struct assign_member *members, int k,
+    const char *const *names, int n, int *owner);
+
+/* How many partitions change owner between two answers, by member id. */
+int assign_moved(const struct assign_member *a, const int *owner_a,
+    const struct assign_member *b, const int *owner_b, int n);
+
+#endif

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: MIT
+"""Partitions, the core (doc/design.md "Partitions"): agents spread N
+partition elections between them over one session each.
+
+  - 3 agents x 12 partitions settle to 4 each; every partition has exactly
+    one owner, seen through every agent's GET /v1/partitions, and its epoch
+    is the mzxid of the claim node read from ZooKeeper;
+  - an owner stopped with SIGTERM hands its partitions over, and only its
+    partitions move;
+  - an agent killed with kill -9: only its partitions move, after the
+    session timeout;
+  - throughout, no two agents ever answer is_leader true for one partition
+    at the same instant (every agent polled continuously).
+
+The broader suite (zkelectctl, hooks, benchmarks) is elsewhere.
+"""
+
+import threading
+import time
+
+import pytest
+
+import zkharness
+from zkharness import poll
+
+N = 12
+PARTS_YAML = "partitions:\n  count: %d\n" % N
+
+
+def parts_doc(agent, timeout=1.0):
+    try:
+        r = agent.get("/v1/partitions", timeout=timeout)
+    except OSError:
+        return None
+    if r.status != 200:
+        return None
+    return r.json()
+
+
+def owners(agents):
+    """{partition: [agent ids that answer is_leader]} over the agents, and
+    the epochs they report; None if an agent did not answer."""
+    seen = {str(p): [] for p in range(N)}
+    epochs = {}
+    for a in agents:
+        doc = parts_doc(a)
+        if doc is None:
+            return None, None
+        for e in doc["partitions"]:
+            if e["is_leader"]:
+                seen[e["name"]].append(a.id)
+                epochs[e["name"]] = e["epoch"]
+    return seen, epochs
+
+
+def settled(agents, want):
+    """Every partition has exactly one owner, the counts per agent are WANT
+    (a sorted list), and every agent agrees on the member count."""
+    seen, epochs = owners(agents)
+    if seen is None:
+        return None
+    if any(len(v) != 1 for v in seen.values()):
+        return None
+    counts = {}
+    for v in seen.values():
+        counts[v[0]] = counts.get(v[0], 0) + 1
+    if sorted(counts.values()) != want or len(counts) != len(want):
+        return None
+    for a in agents:
+        doc = parts_doc(a)
+        if doc is None or doc["members"] != len(agents):
+            return None
+    return {p: v[0] for p, v in seen.items()}, epochs
+
+
+class OverlapWatch:
+    """Polls every agent's /v1/partitions continuously and keeps, per
+    partition, a zkharness.Sample for every entry that says is_leader; the
+    samples of each partition then go through zkharness.check_single_leader
+    (its docstring gives the argument: ordered answers must never show an
+    epoch going back or two agents under one epoch)."""
+
+    def __init__(self, agents):
+        self.agents = list(agents)
+        self.samples = {}        # partition -> [Sample]
+        self.lock = threading.Lock()
+        self.stop_ev = threading.Event()
+        self.threads = []
+        self.rounds = 0
+
+    def start(self):
+        for a in self.agents:
+            t = threading.Thread(target=self._run, args=(a,), daemon=True)
+            self.threads.append(t)
+            t.start()
+        return self
+
+    def _run(self, agent):
+        while not self.stop_ev.is_set():
+            t0 = time.monotonic()
+            doc = parts_doc(agent, timeout=0.5)
+            t1 = time.monotonic()
+            if doc is None:
+                self.stop_ev.wait(0.02)
+                continue
+            with self.lock:
+                self.rounds += 1
+                for e in doc["partitions"]:
+                    if e["is_leader"]:
+                        self.samples.setdefault(e["name"], []).append(
+                            zkharness.Sample(agent.id, t0, t1, True, True,
+                                             e["epoch"], e["role"]))
+            self.stop_ev.wait(0.01)
+
+    def stop(self):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(5)
+
+    def violations(self):
+        assert self.rounds > 20, "the watch hardly polled (%d)" % self.rounds
+        bad = []
+        for p, ss in sorted(self.samples.items()):
+            bad += ["partition %s: %s" % (p, v)
+                    for v in zkharness.check_single_leader(ss)]
+        return bad
+
+
+@pytest.fixture
+def observer(zk_hostport):
+    o = zkharness.Observer(zk_hostport)
+    yield o
+    o.close()
+
+
+def claim_epochs(observer, path):
+    out = {}
+    for p in range(N):
+        data, stat = observer.election_node("%s/partitions/%d" % (path, p))
+        out[str(p)] = (data.split("\n")[0], stat.mzxid)
+    return out
+
+
+def start3(agents):
+    return [agents.new("a%d" % i, extra_yaml=PARTS_YAML) for i in range(3)]
+
+
+def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observer):
+    trio = start3(agents)
+    watch = OverlapWatch(trio).start()
+    try:
+        got = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
+                   what="3 agents owning 4 of 12 partitions each")
+        owner, epochs = got
+        # Every partition's epoch is its claim node's mzxid, and the claim
+        # names the owner.
+        claims = claim_epochs(observer, election)
+        for p in owner:
+            cid, mzxid = claims[p]
+            assert cid == owner[p], (p, cid, owner[p])
+            assert epochs[p] == mzxid, (p, epochs[p], mzxid)
+        # The member nodes are there, one per agent, with the ids.
+        names = observer.zk.get_children(election + "/members")
+        ids = sorted(observer.zk.get("%s/members/%s" % (election, n))[0].decode()
+                     for n in names)
+        assert ids == ["a0", "a1", "a2"]
+        # Each agent's own count, as its status says it.
+        for a in trio:
+            st = a.status()
+            assert st["partitions"]["owned"] == 4, st
+            assert st["partitions"]["count"] == N
+            assert st["is_leader"] is False
+    finally:
+        watch.stop()
+    assert watch.violations() == []
+
+
+def test_sigterm_moves_only_the_leavers_partitions(agents, election, observer):
+    trio = start3(agents)
+    watch = OverlapWatch(trio).start()
+    try:
+        owner, _ = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
+                        what="3 x 4")
+        # The newest member leaves (the one whose leaving moves nothing
+        # else, by the assignment's construction; see doc/design.md).
+        leaver = trio[2]
+        mine = {p for p, a in owner.items() if a == leaver.id}
+        t0 = time.monotonic()
+        leaver.signal(15)
+        rest = trio[:2]
+        after, _ = poll(lambda: settled(rest, [6, 6]), 30, interval=0.05,
+                        what="2 x 6 after SIGTERM")
+        took = time.monotonic() - t0
+        moved = {p for p in owner if owner[p] != after[p]}
+        assert moved == mine, (moved, mine)
+        # A graceful handover: far quicker than the session timeout (2 s).
+        assert took < 2.0, took
+        leaver.proc.wait(20)
+        assert leaver.proc.returncode == 0
+        # It left once its partitions were handed over, not at the end of
+        # its bounded wait for successors (5 s).
+        assert time.monotonic() - t0 < 4.0
+        # The successors were named by the leaver's release: the claim
+        # names each new owner.
+        claims = claim_epochs(observer, election)
+        for p in moved:
+            assert claims[p][0] == after[p]
+    finally:
+        watch.stop()
+    assert watch.violations() == []
+
+
+def test_kill9_moves_only_the_dead_agents_partitions(agents, election):
+    trio = start3(agents)
+    watch = OverlapWatch(trio).start()
+    try:
+        owner, epochs = poll(lambda: settled(trio, [4, 4, 4]), 60,
+                             interval=0.1, what="3 x 4")
+        dead = trio[2]
+        mine = {p for p, a in owner.items() if a == dead.id}
+        t0 = time.monotonic()
+        dead.kill()
+        rest = trio[:2]
+        after, epochs2 = poll(lambda: settled(rest, [6, 6]), 30,
+                              interval=0.05, what="2 x 6 after kill -9")
+        took = time.monotonic() - t0
+        moved = {p for p in owner if owner[p] != after[p]}
+        assert moved == mine, (moved, mine)
+        # Nobody took them before the session could have expired.
+        assert took >= 1.0, took
+        for p in moved:
+            assert epochs2[p] > epochs[p]
+        for p in set(owner) - moved:
+            assert epochs2[p] == epochs[p]
+    finally:
+        watch.stop()
+    assert watch.violations() == []
