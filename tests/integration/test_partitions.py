@@ -73,7 +73,14 @@ def test_balance_join_sigterm_kill(agents, observer, election, checker):
     """3 agents, then 4 (join), then 3 (SIGTERM), then 2 (kill -9), over 24
     partitions: balanced after each step; a join moves at most
     ceil(N/(K+1)); a graceful leave moves only the leaver's partitions; a
-    crash only the dead agent's; never two owners at once."""
+    crash only the dead agent's; never two owners at once. Every step runs
+    and the movement found at each is said at the end."""
+    wrong = []
+
+    def movement(what, m, o_before, o_after):
+        return "%s moved %s" % (what, ", ".join(
+            "%s (%s -> %s)" % (p, o_before[p], o_after[p]) for p in sorted(m, key=int)))
+
     live = [new_part_agent(agents, "a%d" % i, count=N) for i in range(3)]
     checker.start()
     o3 = wait_settled(live, NAMES, what="3 agents")
@@ -85,11 +92,9 @@ def test_balance_join_sigterm_kill(agents, observer, election, checker):
     e4 = epochs(live)
     assert_claims(observer, election, live, o4)
     m = moved(o3, e3, o4, e4)
-    assert len(m) <= max_moves(N, 3), "a join moved %d partitions (at most %d): %s" % (
-        len(m), max_moves(N, 3), sorted(m, key=int))
-    assert {p for p in m if o4[p] != "a3"} == set(), \
-        "a join moved partitions between the old agents: %s" % sorted(
-            (p, o3[p], o4[p]) for p in m if o4[p] != "a3")
+    if len(m) > max_moves(N, 3) or any(o4[p] != "a3" for p in m):
+        wrong.append("join of a3: at most %d partitions may move, all to a3; %s"
+                     % (max_moves(N, 3), movement("it", m, o3, o4)))
 
     leaver = live[1]
     theirs = {p for p, a in o4.items() if a == leaver.id}
@@ -99,8 +104,9 @@ def test_balance_join_sigterm_kill(agents, observer, election, checker):
     e3b = epochs(live)
     assert_claims(observer, election, live, o3b)
     m = moved(o4, e4, o3b, e3b)
-    assert m == theirs, "SIGTERM of %s moved %s; its partitions were %s" % (
-        leaver.id, sorted(m, key=int), sorted(theirs, key=int))
+    if m != theirs:
+        wrong.append("SIGTERM of %s (of a0..a3): only its %s may move; %s" % (
+            leaver.id, sorted(theirs, key=int), movement("it", m, o4, o3b)))
 
     dead = live[0]
     theirs = {p for p, a in o3b.items() if a == dead.id}
@@ -111,11 +117,13 @@ def test_balance_join_sigterm_kill(agents, observer, election, checker):
     e2 = epochs(live)
     assert_claims(observer, election, live, o2)
     m = moved(o3b, e3b, o2, e2)
-    assert m == theirs, "kill -9 of %s moved %s; its partitions were %s" % (
-        dead.id, sorted(m, key=int), sorted(theirs, key=int))
+    if m != theirs:
+        wrong.append("kill -9 of %s: only its %s may move; %s" % (
+            dead.id, sorted(theirs, key=int), movement("it", m, o3b, o2)))
     for p in NAMES:
         assert e2[p] >= e3[p]
     assert_clean(checker)
+    assert not wrong, "\n".join(wrong)
 
 
 # --- a paused owner -----------------------------------------------------------
@@ -346,8 +354,14 @@ def test_ctl_partitions_and_p(agents, election, checker):
     rows = {ln.split()[0]: ln.split() for ln in out[1:-1]}
     assert set(rows) == set(REGIONS)
     for p in REGIONS:
-        assert rows[p][1] == o[p] and rows[p][2] == str(e[p]), rows[p]
+        # The owner and its epoch as a0 knows them ("-" when it knows none:
+        # an agent need not follow the claims of partitions it does not own).
+        if o[p] == "a0":
+            assert rows[p][1:3] == ["a0", str(e[p])], rows[p]
+        else:
+            assert rows[p][1:3] in (["-", "-"], [o[p], str(e[p])]), rows[p]
         assert rows[p][3] == ("leader" if o[p] == "a0" else "follower"), rows[p]
+        assert (rows[p][4] == "-") == (o[p] != "a0"), rows[p]
     mine = sum(1 for p in REGIONS if o[p] == "a0")
     assert out[-1].startswith("a0: 2 members, owns %d of 4 partitions, %d assigned" % (
         mine, mine)), out[-1]
@@ -369,8 +383,12 @@ def test_ctl_partitions_and_p(agents, election, checker):
         assert r.returncode == 0
         assert r.stdout.startswith("partition %s: leader (epoch %d" % (p, e[p])), r.stdout
         r = ctl(other.socket, "status", "-p", p)
-        assert r.stdout.startswith("partition %s: follower, leader %s (epoch %d)" % (
-            p, own.id, e[p])), r.stdout
+        assert r.returncode == 0
+        assert r.stdout.strip() in (
+            "partition %s: follower, leader %s (epoch %d), not assigned to this instance"
+            % (p, own.id, e[p]),
+            "partition %s: follower, leader none known, not assigned to this instance" % p), \
+            r.stdout
         r = ctl(own.socket, "status", "-p", p, "--json")
         assert json.loads(r.stdout)["epoch"] == e[p]
         assert ctl(own.socket, "wait", "-p", p, "--leader", "--timeout", "0").returncode == 0
@@ -439,9 +457,11 @@ def test_ctl_wait_change_and_run_partition(agents, election, checker, tmp_path):
         assert own.stop() == 0
         got = poll(lambda: running(marks[other.id]), 30, what="run -p at the new owner")
         assert got[0][1] == p and int(got[0][2]) > e[p], got
-        assert not alive(old_pid), "the old owner's command still runs"
+        poll(lambda: not alive(old_pid), 10, what="the old owner's command to end")
+        # The first change it saw: the partition on its way to this agent
+        # (unknown for a moment) or already led here.
         assert waiter.wait(30 * SLOW) == 0, waiter.stderr.read()
-        assert waiter.stdout.read().strip() == "leader"
+        assert waiter.stdout.read().strip() in ("unknown", "leader")
         assert other.stop() == 0
         poll(lambda: not running(marks[other.id]), 20, what="the command to stop")
         # An agent that is gone: run keeps waiting (as run without -p does);
