@@ -23,6 +23,7 @@ from partharness import PartitionChecker, epochs, new_part_agent, wait_settled  
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "examples", "partitioned-runner", "worker.py")
+ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(ROOT, "build", "ctl", "zkelectctl"))
 STORE = os.path.join(ROOT, "examples", "partitioned-runner", "store.py")
 NAMES = [str(i) for i in range(6)]
 
@@ -98,31 +99,97 @@ def store(tmp_path):
         proc.wait()
 
 
-def test_no_stale_write_lands(agents, checker, store):
+class Host:
+    """One instance of the runner: its agent and, when the workers are
+    started by zkelectctl rather than by the agent, one `zkelectctl run -p`
+    per partition."""
+
+    def __init__(self, agents, aid, starter, store_sock):
+        worker = [WORKER, "--store", store_sock, "--writer", aid, "--interval", "50ms"]
+        if starter == "notify.run":
+            extra = "notify:\n  run: [%s, --partition, \"{partition}\"]\n" % ", ".join(worker)
+        else:
+            extra = ""
+        self.agent = new_part_agent(agents, aid, count=len(NAMES), extra_yaml=extra)
+        self.id = aid
+        self.runs = []
+        if starter != "notify.run":
+            self.runs = [subprocess.Popen([ZKELECTCTL, "--socket", self.agent.socket, "run",
+                                           "-q", "-p", p, "--"] + worker,
+                                          stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL) for p in NAMES]
+
+    def below(self):
+        """Every process below the agent and the zkelectctl runs: guards and
+        workers."""
+        out = descendants(self.agent.pid)
+        for r in self.runs:
+            out += descendants(r.pid)
+        return out
+
+    def freeze(self):
+        """SIGSTOP the whole instance: agent, zkelectctl runs, workers.
+        Returns the guards and workers stopped."""
+        self.agent.pause()
+        for r in self.runs:
+            r.send_signal(signal.SIGSTOP)
+        kids = self.below()
+        for k in kids:
+            os.kill(k, signal.SIGSTOP)
+        return kids
+
+    def thaw(self):
+        for r in self.runs:
+            r.send_signal(signal.SIGCONT)
+        self.agent.resume()
+
+    def kill(self):
+        self.agent.kill()
+        for r in self.runs:
+            r.kill()     # its guard ends the worker's tree
+            r.wait()
+
+    def stop(self):
+        rc = self.agent.stop()
+        for r in self.runs:
+            r.send_signal(signal.SIGTERM)
+            r.wait(15)
+        return rc
+
+
+@pytest.fixture
+def hosts():
+    made = []
+    yield made
+    for h in made:
+        for r in h.runs:
+            if r.poll() is None:
+                r.send_signal(signal.SIGCONT)
+                r.kill()
+                r.wait()
+
+
+@pytest.mark.parametrize("starter", ["notify.run", "zkelectctl run -p"])
+def test_no_stale_write_lands(agents, checker, store, hosts, starter):
     sock, db = store
-    def extra(aid):
-        return ("notify:\n  run: [%s, --store, %s, --partition, \"{partition}\", "
-                "--writer, %s, --interval, 50ms]\n" % (WORKER, sock, aid))
-    live = [new_part_agent(agents, "r%d" % i, count=6, extra_yaml=extra("r%d" % i))
-            for i in range(3)]
+    hosts += [Host(agents, "r%d" % i, starter, sock) for i in range(3)]
+    live = [h.agent for h in hosts]
     checker.start()
     o = wait_settled(live, NAMES, what="3 runners")
     e = epochs(live)
     poll(lambda: db.writing(e), 30, what="every partition's worker to write")
 
-    # 1. A frozen host: the agent and its workers SIGSTOPped together. The
-    # partitions move once its session expires; its workers, woken first
-    # (the agent still frozen, unable to stop them), write with the old
-    # epochs: the store refuses every such write.
-    frozen = live[0]
+    # 1. A frozen host: the agent, its workers (and the zkelectctl runs)
+    # SIGSTOPped together. The partitions move once its session expires;
+    # its workers, woken first (the agent and zkelectctl still frozen,
+    # unable to stop them), write with the old epochs: the store refuses
+    # every such write.
+    frozen = hosts[0]
     lost = {p: e[p] for p, a in o.items() if a == frozen.id}
     assert lost
-    kids = descendants(frozen.pid)
+    checker.freeze(frozen.agent)
+    kids = frozen.freeze()
     assert kids, "no worker under %s" % frozen.id
-    checker.freeze(frozen)
-    frozen.pause()
-    for k in kids:
-        os.kill(k, signal.SIGSTOP)
     others = live[1:]
     wait_settled(others, NAMES, timeout=60, what="the others, r0 frozen")
     e2 = epochs(others)
@@ -135,29 +202,31 @@ def test_no_stale_write_lands(agents, checker, store):
     poll(lambda: {(d["part"], d["epoch"]) for d in db.refused()
                   if d["writer"] == frozen.id} >= set(lost.items()),
          30, what="the frozen owner's workers to be refused")
-    frozen.resume()
+    frozen.thaw()
     o3 = wait_settled(live, NAMES, what="3 runners after the thaw")
     e3 = epochs(live)
     poll(lambda: db.writing(e3), 30, what="writes after the thaw")
 
-    # 2. kill -9 of an owner: its workers die with it (their guards).
-    victim = next(a for a in live if a is not frozen and any(x == a.id for x in o3.values()))
-    checker.freeze(victim)
+    # 2. kill -9 of an owner (with its zkelectctl runs): its workers die
+    # with it (their guards).
+    victim = next(h for h in hosts[1:] if any(x == h.id for x in o3.values()))
+    checker.freeze(victim.agent)
     victim.kill()
-    live.remove(victim)
+    live.remove(victim.agent)
     o4 = wait_settled(live, NAMES, timeout=60, what="2 runners after kill -9")
     e4 = epochs(live)
     poll(lambda: db.writing(e4), 30, what="writes after kill -9")
 
     # 3. SIGTERM of an owner: a graceful handover per partition.
-    leaver = live[1]
+    leaver = next(h for h in hosts if h is not victim and h.agent is live[1])
     assert leaver.stop() == 0
-    live.remove(leaver)
+    live.remove(leaver.agent)
     o5 = wait_settled(live, NAMES, what="1 runner after SIGTERM")
     e5 = epochs(live)
     poll(lambda: db.writing(e5), 30, what="writes after SIGTERM")
-    for a in live:
-        assert a.stop() == 0
+    for h in hosts:
+        if h.agent in live:
+            assert h.stop() == 0
 
     # The store's log: per partition, accepted epochs never go back in
     # commit order; every refused write was below the partition's fence and

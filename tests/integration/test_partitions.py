@@ -476,3 +476,39 @@ def test_ctl_wait_change_and_run_partition(agents, election, checker, tmp_path):
                 r.kill()
                 r.wait()
     assert_clean(checker)
+
+
+# --- the checker itself, on made-up answers ------------------------------------
+
+def test_checker_judges_made_up_answers():
+    """The checker flags two owners at once and a successor inside a frozen
+    owner's lease, and nothing else: answers whose windows only touch, a
+    graceful handover (the old owner drops before its lease), a successor
+    after the lease."""
+    from partharness import Answer
+
+    def judged(answers, freezes=()):
+        c = PartitionChecker(None)
+        c.answers = {"7": answers}
+        c.freezes = list(freezes)
+        return c.violations()
+
+    # A owns 7 under epoch 10 at 1.0 and 2.0; B says true at 1.5: two at once.
+    both = [Answer("A", 1.00, 1.01, True, 10, 3000), Answer("B", 1.50, 1.51, True, 11, 3000),
+            Answer("A", 2.00, 2.01, True, 10, 3000)]
+    assert judged(both)
+    # A hands over gracefully: its last true at 1.0 with 3 s left, B from 1.2.
+    graceful = [Answer("A", 1.00, 1.01, True, 10, 3000), Answer("B", 1.20, 1.21, True, 11, 3000),
+                Answer("A", 1.30, 1.31, False, None, 0)]
+    assert judged(graceful) == []
+    # The same, but A was frozen at 1.05: B at 1.2 is inside A's lease (4.0).
+    assert judged(graceful, [("A", 1.05)])
+    # B after the lease: fine; B with a window that may start before it ends
+    # (its t1 past the lease's end): not provably inside, not flagged.
+    after = [Answer("A", 1.00, 1.01, True, 10, 3000), Answer("B", 4.20, 4.21, True, 11, 3000)]
+    assert judged(after, [("A", 1.05)]) == []
+    edge = [Answer("A", 1.00, 1.01, True, 10, 3000), Answer("B", 3.90, 4.10, True, 11, 3000)]
+    assert judged(edge, [("A", 1.05)]) == []
+    # An epoch that goes back.
+    back = [Answer("B", 1.00, 1.01, True, 11, 3000), Answer("A", 2.00, 2.01, True, 10, 3000)]
+    assert judged(back)
