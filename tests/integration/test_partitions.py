@@ -436,13 +436,17 @@ def test_ctl_wait_change_and_run_partition(agents, election, checker, tmp_path):
     p = sorted(REGIONS)[0]
     own, other = (a, b) if o[p] == "a0" else (b, a)
     marks = {x.id: str(tmp_path / ("%s.run" % x.id)) for x in (a, b)}
-    runs = {x.id: subprocess.Popen([ZKELECTCTL, "--socket", x.socket, "run", "-p", p, "--",
-                                    cmd, marks[x.id]], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True) for x in (a, b)}
+    runs = {}
     waiter = subprocess.Popen([ZKELECTCTL, "--socket", other.socket, "wait", "-p", p,
                                "--change", "--timeout", "60s"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
+        # The waiter has made its first look once its long poll waits.
+        poll(lambda: "\nzkelect_api_long_polls 1\n" in other.get("/metrics").body, 20,
+             what="wait -p to long poll")
+        runs = {x.id: subprocess.Popen([ZKELECTCTL, "--socket", x.socket, "run", "-p", p,
+                                        "--", cmd, marks[x.id]], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True) for x in (a, b)}
         def running(path):
             ls = lines(path)
             starts = [ln for ln in ls if ln[0] == "start"]
