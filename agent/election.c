@@ -296,6 +296,16 @@ election_set_role(struct election *e, enum election_role role,
  * moment the successor takes over. Followers read it every T/6 instead,
  * each at a time of its own, and the leader with each renewal.
  */
+/* Who watches the claim rather than reads it: observers, partitions out
+ * of the queue, and a partition's leader, whose lease the session's
+ * renewal extends (doc/design.md, "Partitions"). */
+static bool
+election_claim_watched(const struct election *e)
+{
+	return !e->candidate || e->parked ||
+	    (e->session_renewal && e->phase == PHASE_LEADING);
+}
+
 static void
 election_watch_claim(struct election *e, struct election_actions *out)
 {
@@ -307,8 +317,10 @@ election_watch_claim(struct election *e, struct election_actions *out)
 	 * an agent in many partitions must not read each every T/6. */
 	if (e->parked)
 		e->parked_watch = true;
-	election_push(e, out, e->candidate && !e->parked ? ACT_READ_CLAIM :
-	    ACT_WATCH_CLAIM, NULL);
+	if (election_claim_watched(e))
+		e->claim_watch_sent = e->now;
+	election_push(e, out, election_claim_watched(e) ? ACT_WATCH_CLAIM :
+	    ACT_READ_CLAIM, NULL);
 }
 
 static void
@@ -446,6 +458,8 @@ election_forget_session(struct election *e)
 	e->uuid[0] = '\0';
 	e->node[0] = '\0';
 	e->self_watched = false;
+	e->self_watch_sent = 0;
+	e->claim_watch_sent = 0;
 	e->lease_deadline = 0;
 	e->term_epoch = 0;
 	e->next_renew = 0;
@@ -796,6 +810,7 @@ election_watch_self(struct election *e, struct election_actions *out)
 	if (e->self_watched || e->node[0] == '\0')
 		return;
 	e->self_watched = true;
+	e->self_watch_sent = e->now;
 	election_push(e, out, ACT_WATCH_SELF, e->node);
 }
 
@@ -1101,6 +1116,12 @@ election_try_lead(struct election *e, const char *reason,
 	/* Only the leader watches the whole queue, to keep its candidate
 	 * count and its successor fresh; one agent, one notification. */
 	election_push(e, out, ACT_WATCH_CHILDREN, NULL);
+	/* Partitions: the session's renewal extends the lease only while a
+	 * watch stands on the claim (and one on our node). */
+	if (e->session_renewal) {
+		election_watch_claim(e, out);
+		election_watch_self(e, out);
+	}
 }
 
 static void
@@ -1324,7 +1345,8 @@ election_on_claim_changed(struct election *e, struct election_actions *out)
 	 * was answered after this change (replies and events come in
 	 * order): it brings the news. */
 	e->parked_watch = false;
-	if ((e->candidate && !e->parked) || e->session != SESSION_CONNECTED ||
+	e->claim_watch_sent = 0;	/* fired: set no more */
+	if (!election_claim_watched(e) || e->session != SESSION_CONNECTED ||
 	    e->claim_reads > 0)
 		return;
 	election_watch_claim(e, out);
@@ -1440,6 +1462,7 @@ election_on_self(struct election *e, const struct election_event *ev,
 	else if (ev->type == EV_SELF_CHANGED && e->session == SESSION_CONNECTED) {
 		/* Someone wrote our node: keep watching, nothing else. */
 		e->self_watched = false;
+		e->self_watch_sent = 0;
 		election_watch_self(e, out);
 	}
 }
@@ -1615,6 +1638,9 @@ election_lapse(struct election *e, struct election_actions *out)
 static bool
 election_may_renew(const struct election *e)
 {
+	if (e->session_renewal && e->phase == PHASE_LEADING &&
+	    e->riding_since == 0)
+		return false;	/* the session's renewal does it */
 	return e->next_renew != 0 && !e->renew_inflight &&
 	    e->session == SESSION_CONNECTED && e->node[0] != '\0' &&
 	    (e->phase == PHASE_LEADING || e->phase == PHASE_TAKEOVER ||
@@ -1799,6 +1825,51 @@ election_on_resign(struct election *e, const struct election_event *ev,
 	election_release(e, "resigned", out);
 }
 
+/* Partitions: the session's renewal was sent now (see election.h). */
+void
+election_session_sent(struct election *e, uint64_t now)
+{
+	e->now = now;
+	election_note_sent(e);
+}
+
+/*
+ * Partitions (doc/design.md, "Partitions", the session's renewal): a sync
+ * and a read of our member node, sent at s and answered with the node
+ * ours, prove the session alive at the ZooKeeper leader after s, as a
+ * leader's own renewal does. That our partition node and the claim stood
+ * too is proven by the watches on them: set before s on this session, any
+ * change to either before the sync would have been delivered before this
+ * answer (ZooKeeper sends a watch's event before the reply to any later
+ * request), and would have ended the term or cleared the watch's time.
+ */
+static void
+election_on_session_renewed(struct election *e,
+    const struct election_event *ev)
+{
+	uint64_t s = ev->sent, until;
+	int i;
+
+	if (!e->session_renewal || e->phase != PHASE_LEADING ||
+	    e->session != SESSION_CONNECTED || e->riding_since != 0 ||
+	    ev->rc != ZOK || ev->owner != e->session_id || ev->owner == 0)
+		return;
+	for (i = 0; i < e->nsent; i++)
+		if (e->sent[i] == s)
+			break;
+	if (i == e->nsent)
+		return;		/* not sent on this connection as we know it */
+	election_note_acked(e, s);
+	if (e->claim_watch_sent == 0 || e->claim_watch_sent >= s ||
+	    e->self_watch_sent == 0 || e->self_watch_sent >= s ||
+	    !e->self_watched || e->claim_epoch != e->epoch)
+		return;
+	until = election_lease_until(e, s);
+	if (until > e->lease_deadline)
+		e->lease_deadline = until;
+	e->renewals++;
+}
+
 /*
  * A partition's election (doc/design.md, "Partitions"): the member listing
  * says whether we may queue here. Assigned, join (at once, or once a hold
@@ -1877,6 +1948,7 @@ election_is_current(const struct election *e, const struct election_event *ev)
 	case EV_NOTIFIED:
 	case EV_SERVER:		/* the driver sends it for this connection only */
 	case EV_ASSIGN:
+	case EV_SESSION_RENEWED:	/* checked against the ring */
 	case EV_PRED_CHANGED:
 	case EV_SELF_CHANGED:
 	case EV_CLAIM_CHANGED:
@@ -2002,6 +2074,9 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		break;
 	case EV_ASSIGN:
 		election_on_assign(e, ev, out);
+		break;
+	case EV_SESSION_RENEWED:
+		election_on_session_renewed(e, ev);
 		break;
 	}
 	election_parked_step(e, out);

@@ -104,6 +104,8 @@ enum election_event_type {
 	EV_SERVER,		/* server: what the connected server is */
 	EV_ASSIGN,		/* assigned: partitions only (doc/design.md,
 				   "Partitions"): may we queue here */
+	EV_SESSION_RENEWED,	/* rc, owner, sent: the session's renewal
+				   (partitions), sent at sent */
 };
 
 struct election_event {
@@ -310,6 +312,11 @@ struct election {
 	 * successor queues, then releases to it. Never set in one election. */
 	bool		 parked;
 	bool		 parked_watch;	/* the claim's watch is set meanwhile */
+	bool		 session_renewal; /* partitions: a leader's lease is
+					   extended by the session's renewal */
+	uint64_t	 claim_watch_sent; /* when the claim's watch was last
+					   set, 0 = not set this session */
+	uint64_t	 self_watch_sent;  /* ... our node's */
 
 	/* reporting */
 	const char	*role_reason;	/* of the last role change; NULL: none */
@@ -327,6 +334,12 @@ void election_free(struct election *e);
 /* Applies one event; appends actions to out (which the caller zeroes). */
 void election_step(struct election *e, const struct election_event *ev,
     struct election_actions *out);
+
+/*
+ * Partitions: the session's renewal was sent at now on this connection; a
+ * leading election counts it among its requests (the lease's anchor).
+ */
+void election_session_sent(struct election *e, uint64_t now);
 
 /* The role to report at time now: leader only while the lease has time. */
 enum election_role election_role_at(const struct election *e, uint64_t now);

@@ -19,6 +19,32 @@ static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 	"other",
 };
 
+/* With partitions (doc/design.md, "Partitions"): counts, not one series
+ * per partition. */
+static void
+metrics_partitions(const struct agent *agent, struct evbuffer *out)
+{
+	const struct agent_members *mb = &agent->members;
+
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_partitions Partitions configured.\n"
+	    "# TYPE zkelect_partitions gauge\nzkelect_partitions %d\n"
+	    "# HELP zkelect_partitions_owned Partitions this agent leads.\n"
+	    "# TYPE zkelect_partitions_owned gauge\nzkelect_partitions_owned %d\n"
+	    "# HELP zkelect_partitions_assigned Partitions the member listing gives this agent.\n"
+	    "# TYPE zkelect_partitions_assigned gauge\nzkelect_partitions_assigned %d\n"
+	    "# HELP zkelect_partition_ownership_changes_total Partitions gained or lost.\n"
+	    "# TYPE zkelect_partition_ownership_changes_total counter\n"
+	    "zkelect_partition_ownership_changes_total %" PRIu64 "\n"
+	    "# HELP zkelect_rebalance_seconds How long the last rebalance took, from a "
+	    "member-list change until the owned set equalled the assigned set.\n"
+	    "# TYPE zkelect_rebalance_seconds gauge\nzkelect_rebalance_seconds %.3f\n"
+	    "# HELP zkelect_members Live members, as last listed.\n"
+	    "# TYPE zkelect_members gauge\nzkelect_members %d\n",
+	    agent->nparts, mb->owned, mb->assigned, mb->ownership_changes,
+	    (double)mb->rebalance_ms / 1000.0, mb->count);
+}
+
 void
 api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 {
@@ -178,4 +204,6 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "did not take them in time.\n"
 	    "# TYPE zkelect_log_lines_dropped_total counter\n"
 	    "zkelect_log_lines_dropped_total %" PRIu64 "\n", log_dropped());
+	if (agent->parts != NULL)
+		metrics_partitions(agent, out);
 }

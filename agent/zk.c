@@ -43,7 +43,7 @@ enum zk_kind {
 	ZK_SELF_SET, ZK_SELF_WATCH, ZK_AHEAD,
 	/* partitions: our member node and the member listing */
 	ZK_MEMBER_CREATE, ZK_MEMBER_LIST, ZK_MEMBER_WATCH, ZK_MEMBER_DATA,
-	ZK_MEMBER_DELETE,
+	ZK_MEMBER_DELETE, ZK_SESSION_RENEW,
 };
 
 static const char *const zk_kind_names[] = {
@@ -52,7 +52,7 @@ static const char *const zk_kind_names[] = {
 	"claim watch", "read successor", "release", "notified",
 	"children watch", "watch own node", "own node watch", "check ahead",
 	"create member node", "list members", "members watch", "read member",
-	"delete member node",
+	"delete member node", "renew session",
 };
 
 /*
@@ -148,6 +148,13 @@ struct zk {
 	bool		 parts_stopping;
 	bool		 parts_stopped;	/* EV_STOP sent to every partition */
 	struct event	*ev_parts_stop;
+	/* the session's renewal: one for every partition we lead */
+	struct event	*ev_srenew;
+	bool		 srenew_inflight;
+	bool		 srenew_kicked;
+	uint64_t	 srenew_sent;
+	uint64_t	 srenew_next;
+	uint64_t	 srenewals;
 };
 
 /* A member node: "m-" and ten digits, its data the agent's id. */
@@ -170,6 +177,8 @@ static void	zk_members_session(struct zk *, const struct election_event *);
 static void	zk_part_changed(struct zk *, struct part *);
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
+static void	zk_srenew_answered(struct zk *, struct zk_msg *);
+static void	zk_srenew_schedule(struct zk *);
 static int	zk_resolve_servers(struct zk *, bool);
 static void	zk_nag_start(struct zk *);
 static void	zk_probe_start(struct zk *);
@@ -633,6 +642,9 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_MEMBER_DATA:
 	case ZK_MEMBER_DELETE:
 		zk_members_apply(zk, m);
+		return;
+	case ZK_SESSION_RENEW:
+		zk_srenew_answered(zk, m);
 		return;
 	case ZK_PARENT:		ev.type = EV_PARENT_CREATED; break;
 	case ZK_CREATE:		ev.type = EV_CREATED; break;
@@ -1621,6 +1633,8 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 	}
 	if (pt->name != NULL && zk->parts_stopping)
 		zk_parts_check_stop(zk);
+	if (pt->name != NULL)
+		zk_srenew_schedule(zk);
 }
 
 /* --- Partitions: the member node, the listing, the assignment. --- */
@@ -2000,6 +2014,135 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 	}
 }
 
+/*
+ * The session's renewal (doc/design.md, "Partitions"): while we lead any
+ * partition, a sync and a read of our member node every renewal period,
+ * whatever the number of partitions. Each leading partition counts the
+ * request among its own and takes the answer as its renewal
+ * (election_on_session_renewed says why that is enough).
+ */
+static bool
+zk_srenew_wanted(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	int i;
+
+	if (zk->zh == NULL || zk->member_node[0] == '\0' ||
+	    zk_session_election(agent)->session != SESSION_CONNECTED)
+		return false;
+	for (i = 0; i < agent->nparts; i++)
+		if (agent->parts[i].e->phase == PHASE_LEADING)
+			return true;
+	return false;
+}
+
+static void
+zk_srenew_send(struct zk *zk)
+{
+	struct agent *agent = zk->agent;
+	struct zk_req *req;
+	uint64_t now = clock_now_ms();
+	int i, rc;
+
+	req = zk_req_new(zk, NULL, ZK_SESSION_RENEW, zk->member_node);
+	req->refs = 2;
+	snprintf(req->paths[0], sizeof(req->paths[0]), "%s/%s",
+	    zk->members_path, zk->member_node);
+	for (i = 0; i < agent->nparts; i++)
+		if (agent->parts[i].e->phase == PHASE_LEADING)
+			election_session_sent(agent->parts[i].e, now);
+	zk->srenew_inflight = true;
+	zk->srenew_kicked = false;
+	zk->srenew_sent = now;
+	rc = zoo_async(zk->zh, zk->members_path, zk_renew_sync_cb, req);
+	if (rc != ZOK) {
+		zk->srenew_inflight = false;
+		free(req);
+		return;
+	}
+	rc = zoo_aexists(zk->zh, req->paths[0], 0, zk_renew_exists_cb, req);
+	if (rc != ZOK) {
+		zk_req_fail(req, 1, rc);
+		zk_req_done(req);
+	}
+}
+
+static void
+zk_srenew_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct zk *zk = arg;
+	uint64_t now = clock_now_ms();
+	const struct election *e = zk_session_election(zk->agent);
+
+	if (zk->srenew_inflight) {
+		/* Hung: the server may be stopped or cut off. */
+		if (!zk->srenew_kicked && now >= zk->srenew_sent + e->shape.kick) {
+			zk->srenew_kicked = true;
+			zk->last_kick_at = now;
+			zk_kick(zk, false);
+		}
+	} else if (zk_srenew_wanted(zk) && now >= zk->srenew_next)
+		zk_srenew_send(zk);
+	zk_srenew_schedule(zk);
+}
+
+/* Arms the renewal's timer: the next send, or the next kick check. */
+static void
+zk_srenew_schedule(struct zk *zk)
+{
+	const struct election *e = zk_session_election(zk->agent);
+	uint64_t now = clock_now_ms(), at;
+	struct timeval tv;
+
+	if (zk->ev_srenew == NULL)
+		return;
+	if (zk->srenew_inflight && !zk->srenew_kicked)
+		at = zk->srenew_sent + e->shape.kick;
+	else if (!zk->srenew_inflight && zk_srenew_wanted(zk))
+		at = zk->srenew_next;
+	else {
+		event_del(zk->ev_srenew);
+		return;
+	}
+	at = at > now ? at - now : 0;
+	tv.tv_sec = (time_t)(at / 1000);
+	tv.tv_usec = (suseconds_t)(at % 1000) * 1000;
+	evtimer_add(zk->ev_srenew, &tv);
+}
+
+static void
+zk_srenew_answered(struct zk *zk, struct zk_msg *m)
+{
+	struct agent *agent = zk->agent;
+	const struct election *se = zk_session_election(agent);
+	struct election_event ev;
+	uint64_t now = clock_now_ms(), rtt, after;
+	int i;
+
+	if (!zk->srenew_inflight)
+		return;
+	zk->srenew_inflight = false;
+	rtt = now - zk->srenew_sent;
+	after = se->shape.renew > rtt ? se->shape.renew - rtt : 0;
+	zk->srenew_next = now + after;
+	if (m->rc == ZOK)
+		zk->srenewals++;
+	else if (m->rc == ZNONODE)
+		log_warnx("partitions: our member node %s/%s is gone; no lease "
+		    "for our partitions until the next session",
+		    zk->members_path, zk->member_node);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_SESSION_RENEWED;
+	ev.now = now;
+	ev.rc = m->rc;
+	ev.owner = m->owner;
+	ev.sent = zk->srenew_sent;
+	for (i = 0; i < agent->nparts; i++)
+		if (agent->parts[i].e->phase == PHASE_LEADING)
+			zk_feed_part(zk, &agent->parts[i], &ev);
+	zk_srenew_schedule(zk);
+}
+
 /* Partitions: every election has stopped, or a stop waits no more. */
 static void
 zk_parts_stop_all(struct zk *zk)
@@ -2128,6 +2271,7 @@ zk_parts_open(struct zk *zk)
 		pt->e->lease_naive = agent->election.lease_naive;
 		pt->e->renew_div = agent->election.renew_div;
 		pt->e->parked = true;	/* until the member listing */
+		pt->e->session_renewal = true;
 	}
 }
 
@@ -2170,8 +2314,10 @@ zk_open(struct agent *agent)
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
 	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
-	if (conf->npartitions > 0)
+	if (conf->npartitions > 0) {
 		zk_parts_open(zk);
+		zk->ev_srenew = evtimer_new(agent->base, zk_srenew_cb, zk);
+	}
 	zk_resolve_servers(zk, false);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
@@ -2205,6 +2351,8 @@ zk_close(struct zk *zk)
 	free(zk->prefix);
 	if (zk->ev_parts_stop != NULL)
 		event_free(zk->ev_parts_stop);
+	if (zk->ev_srenew != NULL)
+		event_free(zk->ev_srenew);
 	for (i = 0; i < zk->agent->nparts; i++) {
 		election_free(zk->agent->parts[i].e);
 		free(zk->agent->parts[i].path);

@@ -152,6 +152,14 @@ def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observe
         got = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
                    what="3 agents owning 4 of 12 partitions each")
         owner, epochs = got
+        # Held for 3 session timeouts: the same owners under the same
+        # epochs, so each lease was renewed (by the session's one renewal)
+        # and none lapsed.
+        t_end = time.monotonic() + 6.0
+        while time.monotonic() < t_end:
+            time.sleep(0.5)
+        again = settled(trio, [4, 4, 4])
+        assert again is not None and again == (owner, epochs), again
         # Every partition's epoch is its claim node's mzxid, and the claim
         # names the owner.
         claims = claim_epochs(observer, election)
@@ -164,6 +172,20 @@ def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observe
         ids = sorted(observer.zk.get("%s/members/%s" % (election, n))[0].decode()
                      for n in names)
         assert ids == ["a0", "a1", "a2"]
+        # The metrics count the same.
+        for a in trio:
+            text = a.get("/metrics").body
+            assert "\nzkelect_partitions_owned 4\n" in text, text
+            assert "\nzkelect_partitions_assigned 4\n" in text
+            assert "\nzkelect_members 3\n" in text
+        # One partition's entry, and its leader endpoint.
+        p0 = owner["0"]
+        for a in trio:
+            r = a.get("/v1/partitions/0")
+            assert r.status == 200 and r.json()["name"] == "0"
+            r = a.get("/v1/partitions/0/leader")
+            assert r.status == (200 if a.id == p0 else 503), (a.id, p0, r)
+        assert trio[0].get("/v1/partitions/nope").status == 404
         # Each agent's own count, as its status says it.
         for a in trio:
             st = a.status()
@@ -235,3 +257,12 @@ def test_kill9_moves_only_the_dead_agents_partitions(agents, election):
     finally:
         watch.stop()
     assert watch.violations() == []
+
+
+def test_without_partitions_the_endpoints_answer_404(agents):
+    a = agents.new("single")
+    a.wait_for(lambda s: s["role"] == "leader", 20, what="the single leader")
+    r = a.get("/v1/partitions")
+    assert r.status == 404
+    assert r.json() == {"error": "no partitions configured"}
+    assert a.get("/v1/partitions/0/leader").status == 404
