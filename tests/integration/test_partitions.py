@@ -325,6 +325,33 @@ def test_child_per_partition(agents, election, checker, tmp_path):
     assert_clean(checker)
 
 
+def test_every_agent_names_every_owner(agents, election, checker):
+    """doc/design.md, Partitions: out of a partition's queue its claim is
+    watched, to report its leader. Once settled, every agent's entry for
+    every partition names the owner and its epoch, owned or not."""
+    names = [str(i) for i in range(6)]
+    live = [new_part_agent(agents, "a%d" % i, count=6) for i in range(3)]
+    checker.start()
+    o = wait_settled(live, names, what="3 agents")
+    e = epochs(live)
+
+    def named():
+        wrong = []
+        for a in live:
+            for p in plist(a)["partitions"]:
+                want = {"id": o[p["name"]], "epoch": e[p["name"]]}
+                if p["leader"] != want:
+                    wrong.append("%s says partition %s: leader %s, not %s" % (
+                        a.id, p["name"], p["leader"], want))
+        named.wrong = wrong
+        return not wrong
+    try:
+        poll(named, 20, what="every agent to name every owner")
+    except AssertionError as ex:
+        raise AssertionError("%s: %s" % (ex, "; ".join(named.wrong[:6]))) from None
+    assert_clean(checker)
+
+
 # --- zkelectctl --------------------------------------------------------------
 
 def ctl(sock, *args, timeout=30):
