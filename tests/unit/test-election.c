@@ -2369,6 +2369,155 @@ START_TEST(test_node_seq_length)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* Partitions (doc/design.md, "Partitions")                             */
+
+#define ASSIGN(a, t)		{ .type = EV_ASSIGN, .assigned = (a), .now = (t) }
+#define SRENEWED(own, s, t) \
+	{ .type = EV_SESSION_RENEWED, .rc = ZOK, .owner = (own), .sent = (s), \
+	  .now = (t) }
+
+/* A partition's election leading on a new session: as join_leader, but its
+ * claim is watched once it leads (the session's renewal relies on it). */
+static void
+join_part_leader(struct election *e)
+{
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "read_claim create", PH(PHASE_CREATING) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 3, T0 + 1), "" },
+		{ CREATED(ME(1, 03), SID, T0 + 5), "list" },
+		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " read_claim",
+		  PH(PHASE_TAKEOVER), KIDS(ME(1, 03), E04) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 2, T0 + 9), "claim:" ME(1, 03) },
+		{ CLAIMED(E1, LEAD_AT),
+		  "notify:unknown>leader watch_children watch_claim",
+		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
+		{ CLAIM_DATA(MY_ID, E1, E1, LEAD_AT + 2), "", R(ELECTION_LEADER) },
+	};
+
+	new_election(e, true);
+	e->session_renewal = true;
+	RUN(e, s);
+	ck_assert_uint_eq(e->lease_deadline, DEADLINE1);
+}
+
+/* Not assigned: out of the queue, the claim watched (not polled); assigned,
+ * it joins at once. */
+START_TEST(test_part_parked_joins_only_when_assigned)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "watch_claim", PH(PHASE_HOLDING) },
+		{ CLAIM_DATA("other", E1, E1, T0 + 2), "" },
+		{ TICK(T0 + 5000), "", PH(PHASE_HOLDING) },
+		{ CLAIM_CHANGED(T0 + 6000), "watch_claim" },
+		{ CLAIM_DATA("other2", E2, E2, T0 + 6002), "" },
+		{ ASSIGN(true, T0 + 7000), "create", PH(PHASE_CREATING) },
+	};
+
+	new_election(&e, true);
+	e.session_renewal = true;
+	e.parked = true;
+	RUN(&e, s);
+	ck_assert_uint_eq(election_next_tick(&e), 0);
+}
+END_TEST
+
+/* An owner no longer assigned leads on until a successor queues, then
+ * tells the app and names it in the release; it does not join again. */
+START_TEST(test_part_unassigned_leader_hands_over)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct election_action *a;
+	const struct step s[] = {
+		{ ASSIGN(false, T0 + 100), "", R(ELECTION_LEADER),
+		  PH(PHASE_LEADING) },
+		{ CHILDREN_CHANGED(T0 + 200), "watch_children" },
+		{ CHILDREN(T0 + 205), "read_successor:" E04, R(ELECTION_LEADER),
+		  KIDS(ME(1, 03), E04) },
+		{ SUCC_DATA(E04, "e", T0 + 206), "notify:leader>follower/wait",
+		  R(ELECTION_FOLLOWER), PH(PHASE_RELEASING) },
+		{ NOTIFIED(T0 + 210), "release:" ME(1, 03), PH(PHASE_DELETING) },
+	};
+
+	join_part_leader(&e);
+	RUN(&e, s);
+	a = &out.a[0];
+	ck_assert_str_eq(a->successor, E04);
+	ck_assert(a->write_claim);
+	feed(&e, (struct election_event)RELEASED(ZOK, -1, T0 + 215));
+	ck_assert_int_eq(e.phase, PHASE_HOLDING);
+	feed(&e, (struct election_event)TICK(T0 + 20000));
+	ck_assert_int_eq(e.phase, PHASE_HOLDING);	/* parked: stays out */
+}
+END_TEST
+
+/* A follower in the queue that is no longer assigned leaves it. */
+START_TEST(test_part_unassigned_follower_leaves)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ ASSIGN(false, T0 + 100), "release:" ME(1, 05),
+		  R(ELECTION_FOLLOWER), PH(PHASE_DELETING) },
+		/* Out of the queue: the claim watched, to report who leads. */
+		{ RELEASED(ZOK, -1, T0 + 105), "watch_claim", PH(PHASE_HOLDING) },
+	};
+
+	join_follower(&e);
+	e.session_renewal = true;
+	RUN(&e, s);
+}
+END_TEST
+
+/*
+ * The session's renewal extends a leading partition's lease as its own
+ * renewal would, and the partition sends none of its own; not when the
+ * answer says the node is not ours, nor when the claim's watch fired after
+ * the renewal was sent (it is set again only by a later read).
+ */
+START_TEST(test_part_session_renewal)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	uint64_t s1 = T0 + 1000, s2 = T0 + 2200, s3 = T0 + 3400, d;
+
+	join_part_leader(&e);
+	/* No renewal of its own is ever due. */
+	ck_assert_uint_eq(election_next_tick(&e), DEADLINE1);
+	feed(&e, (struct election_event)TICK(T0 + 1500));
+	ck_assert_str_eq(rendered, "");
+
+	election_session_sent(&e, s1);
+	feed(&e, (struct election_event)SRENEWED(SID, s1, s1 + 5));
+	ck_assert_str_eq(rendered, "");
+	ck_assert_uint_gt(e.lease_deadline, DEADLINE1);
+	ck_assert_uint_le(e.lease_deadline, s1 + LEASE);
+	d = e.lease_deadline;
+
+	/* Somebody else's session, or an error: nothing earned. */
+	election_session_sent(&e, s2);
+	feed(&e, (struct election_event)SRENEWED(OTHER_SID, s2, s2 + 5));
+	ck_assert_uint_eq(e.lease_deadline, d);
+
+	/* The claim's watch fired after s3 was sent: s3 proves nothing of the
+	 * claim, so it earns nothing; the read it triggers is answered first
+	 * and finds the claim still ours. */
+	election_session_sent(&e, s3);
+	feed(&e, (struct election_event)CLAIM_CHANGED(s3 + 1));
+	ck_assert_str_eq(rendered, "watch_claim");
+	feed(&e, (struct election_event)CLAIM_DATA(MY_ID, E1, E1, s3 + 3));
+	feed(&e, (struct election_event)SRENEWED(SID, s3, s3 + 5));
+	ck_assert_uint_eq(e.lease_deadline, d);
+	ck_assert_int_eq(e.role, ELECTION_LEADER);
+
+	/* Not a partition: the event changes nothing. */
+	e.session_renewal = false;
+	election_session_sent(&e, s3 + 1200);
+	feed(&e, (struct election_event)SRENEWED(SID, s3 + 1200, s3 + 1205));
+	ck_assert_uint_eq(e.lease_deadline, d);
+}
+END_TEST
+
 static Suite *
 election_suite(void)
 {
@@ -2384,6 +2533,14 @@ election_suite(void)
 	tcase_add_test(tc, test_next_in_line_renews);
 	tcase_add_test(tc, test_follower_checks_ahead_on_a_new_claim);
 	tcase_add_test(tc, test_follower_polls_the_claim);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("partitions");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_part_parked_joins_only_when_assigned);
+	tcase_add_test(tc, test_part_unassigned_leader_hands_over);
+	tcase_add_test(tc, test_part_unassigned_follower_leaves);
+	tcase_add_test(tc, test_part_session_renewal);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("lease");
