@@ -1108,6 +1108,11 @@ check_whole(struct loader *ld)
 	else if (ld->partitions_keys == 2)
 		conf_error(ld, &ld->partitions_second, "partitions: count and "
 		    "names exclude each other (use one)");
+	else if (conf->notify_run != NULL || conf->notify_on_leader_change != NULL)
+		conf_error(ld, &ld->partitions_mark, "partitions: notify.%s is "
+		    "not run per partition yet (on_leader, on_follower and the "
+		    "signals are); remove it", conf->notify_run != NULL ? "run" :
+		    "on_leader_change");
 	else if (!conf->election_candidate)
 		conf_error(ld, &ld->partitions_mark, "partitions: needs "
 		    "election.candidate: true (an observer takes no part in "

@@ -274,6 +274,7 @@ agent_reload(struct agent *agent)
 {
 	struct config *old = agent->conf, *new;
 	char *errs = NULL, *line, *save = NULL, changed[512];
+	int i;
 	size_t errlen = 0;
 	FILE *f;
 
@@ -316,6 +317,15 @@ agent_reload(struct agent *agent)
 		log_warnx("reload: election.candidate changed; it takes a restart");
 	if (old->api_socket_mode != new->api_socket_mode)
 		log_warnx("reload: api.socket_mode changed; it takes a restart");
+	if (old->npartitions != new->npartitions)
+		log_warnx("reload: partitions changed; it takes a restart");
+	else
+		for (i = 0; i < old->npartitions; i++)
+			if (strcmp(old->partitions[i], new->partitions[i]) != 0) {
+				log_warnx("reload: partitions changed; it "
+				    "takes a restart");
+				break;
+			}
 
 	agent_reload_changes(old, new, changed, sizeof(changed));
 

@@ -53,6 +53,8 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    API_ACCEPT_CAUSE_NAMES;
 	struct agent *agent = api_agent(api);
 	const struct election *e = &agent->election;
+	/* With partitions, the session is the first partition's to report. */
+	const struct election *se = zk_session_election(agent);
 	enum election_role role = election_role_at(e, now), r;
 	enum election_session s;
 	const struct notify_stats *ns;
@@ -81,13 +83,13 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_session_connected 1 while the ZooKeeper session is connected.\n"
 	    "# TYPE zkelect_session_connected gauge\nzkelect_session_connected %d\n",
-	    e->session == SESSION_CONNECTED);
+	    se->session == SESSION_CONNECTED);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_session_state The ZooKeeper session state (1 for the current one).\n"
 	    "# TYPE zkelect_session_state gauge\n");
 	for (s = SESSION_CONNECTING; s <= SESSION_CLOSED; s++)
 		evbuffer_add_printf(out, "zkelect_session_state{state=\"%s\"} %d\n",
-		    election_session_name(s), s == e->session);
+		    election_session_name(s), s == se->session);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_role_seconds Time since the role last changed.\n"
 	    "# TYPE zkelect_role_seconds gauge\nzkelect_role_seconds %.3f\n",
@@ -95,7 +97,7 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_session_timeout_seconds The negotiated session timeout.\n"
 	    "# TYPE zkelect_session_timeout_seconds gauge\n"
-	    "zkelect_session_timeout_seconds %.3f\n", (double)e->timeout_ms / 1000.0);
+	    "zkelect_session_timeout_seconds %.3f\n", (double)se->timeout_ms / 1000.0);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_candidates Contenders in the election when last listed.\n"
 	    "# TYPE zkelect_candidates gauge\nzkelect_candidates %d\n", e->candidates);

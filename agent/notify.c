@@ -66,6 +66,9 @@ struct notify_item {
 	char		 reason[64];
 	uint64_t	 term;		/* which leadership term it belongs to */
 	char		**argv;		/* owned copy: a reload cannot change it */
+	struct part	*part;		/* partitions: whose change; else NULL */
+	bool		 ack;		/* partitions: acknowledge the loss */
+	uint64_t	 ack_told;	/* ... numbered this, once the hook ends */
 };
 
 /* A hook or the child, running under its guard. */
@@ -107,6 +110,10 @@ struct notify {
 	uint64_t	 resign_term;
 	struct event	*ev_resign;
 
+	/* partitions: hooks queued, one at a time after the queue above */
+	struct notify_item *pq;
+	int		 pqhead, pqlen, pqcap;
+
 	bool		 owe_notified;	/* EV_NOTIFIED once all is done */
 	uint64_t	 owe_told;	/* ... acknowledging losses up to this */
 	struct event	*ev_sigchld;
@@ -114,6 +121,15 @@ struct notify {
 };
 
 static void	notify_progress(struct notify *);
+
+/* A partition's hook is over (or could not start): a loss it told of is
+ * acknowledged now, so that the partition's node may go (rule 10). */
+static void
+notify_part_done(struct notify *n, const struct notify_item *it)
+{
+	if (it->part != NULL && it->ack)
+		zk_part_notified(n->agent->zk, it->part, it->ack_told);
+}
 
 /* The name a step's process goes by in the log. */
 static const char *
@@ -225,7 +241,7 @@ notify_env(struct notify *n, const struct notify_item *it)
 
 	while (environ[count] != NULL)
 		count++;
-	env = calloc(count + 8, sizeof(*env));
+	env = calloc(count + 9, sizeof(*env));
 	if (env == NULL)
 		abort();
 	for (i = 0; i < count; i++)
@@ -244,6 +260,9 @@ notify_env(struct notify *n, const struct notify_item *it)
 	    asprintf(&env[k++], "ZKELECT_LEADER_VALUE=%s",
 	    it->leader_value != NULL ? it->leader_value : "") < 0 ||
 	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0)
+		abort();
+	if (it->part != NULL &&
+	    asprintf(&env[k++], "ZKELECT_PARTITION=%s", it->part->name) < 0)
 		abort();
 	env[k] = NULL;
 	return env;
@@ -790,6 +809,21 @@ notify_progress(struct notify *n)
 		    1000;
 		evtimer_add(n->hook_timer, &tv);
 	}
+	while (n->hook.g.pid <= 0 && n->qlen == 0 && n->pqlen > 0) {
+		it = n->pq[n->pqhead];
+		n->pqhead = (n->pqhead + 1) % n->pqcap;
+		n->pqlen--;
+		if (notify_proc_start(n, &n->hook, &it) == -1) {
+			n->stats.hook_failures++;
+			notify_part_done(n, &it);
+			continue;
+		}
+		n->hook_stage = 0;
+		tv.tv_sec = (time_t)(conf->notify_hook_timeout_ms / 1000);
+		tv.tv_usec = (suseconds_t)(conf->notify_hook_timeout_ms % 1000) *
+		    1000;
+		evtimer_add(n->hook_timer, &tv);
+	}
 	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
 	    n->child.g.pid <= 0) {
 		n->owe_notified = false;
@@ -819,7 +853,9 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 		if (!ok)
 			n->stats.hook_failures++;
 		evtimer_del(n->hook_timer);
-		if (p->it.step == STEP_HOOK_LEADER)
+		if (p->it.part != NULL)
+			notify_part_done(n, &p->it);
+		else if (p->it.step == STEP_HOOK_LEADER)
 			notify_leader_hook_done(n, &p->it, ok);
 		notify_item_free(&p->it);
 	} else if (n->child.g.pid > 0 && pid == n->child.g.pid) {
@@ -938,6 +974,8 @@ notify_drain_ms(const struct notify *n, uint64_t now)
 	for (i = 0; i < n->qlen; i++)
 		if (n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX].step != STEP_START_CHILD)
 			t = notify_add(t, per);
+	for (i = 0; i < n->pqlen; i++)
+		t = notify_add(t, per);
 	/* Hooks and the child's stop run side by side; the sum bounds both. */
 	if (n->child.g.pid > 0)
 		t = notify_add(t, NOTIFY_REAP_MS + (n->child_stopping ?
@@ -1010,6 +1048,9 @@ notify_close(struct notify *n)
 	}
 	for (i = 0; i < n->qlen; i++)
 		notify_item_free(&n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX]);
+	for (i = 0; i < n->pqlen; i++)
+		notify_item_free(&n->pq[(n->pqhead + i) % n->pqcap]);
+	free(n->pq);
 	event_free(n->hook_timer);
 	event_free(n->child_timer);
 	event_free(n->ev_resign);
@@ -1028,18 +1069,75 @@ notify_get_stats(const struct notify *n)
 bool
 notify_busy(const struct notify *n)
 {
-	return n->hook.g.pid > 0 || n->child.g.pid > 0 || n->qlen > 0;
+	return n->hook.g.pid > 0 || n->child.g.pid > 0 || n->qlen > 0 ||
+	    n->pqlen > 0;
 }
 
 /*
- * Partitions: the app learns of each partition through the API (a role is
- * reported changed before the node goes). Hooks, signals and a child per
- * partition are not run yet; a loss is acknowledged at once.
+ * A partition's role changed (doc/design.md, "Partitions"): the signals as
+ * for one election; on_leader when it is gained, on_follower when it is
+ * lost (not for partitions this agent merely follows), with
+ * ZKELECT_PARTITION set. Hooks of every partition run one at a time, in
+ * the order of the changes, after the single election's queue; a loss is
+ * acknowledged once its hook has ended (at once without one), so that the
+ * partition's node goes only after the app has heard (rule 10).
  */
 void
 notify_part_transition(struct notify *n, struct part *pt,
     const struct election_action *a)
 {
-	if (a->wait)
-		zk_part_notified(n->agent->zk, pt, a->told);
+	const struct config *conf = n->agent->conf;
+	struct election_report r;
+	struct notify_item *it, *grown;
+	char *const *argv = NULL;
+	int i;
+
+	if (a->to == ELECTION_LEADER) {
+		notify_signal_app(n, conf->notify_leader_signal);
+		argv = conf->notify_on_leader;
+	} else if (a->from == ELECTION_LEADER) {
+		notify_signal_app(n, conf->notify_follower_signal);
+		argv = conf->notify_on_follower;
+	}
+	if (argv == NULL) {
+		if (a->wait)
+			zk_part_notified(n->agent->zk, pt, a->told);
+		return;
+	}
+	if (n->pqlen == n->pqcap) {
+		grown = calloc((size_t)(n->pqcap == 0 ? 16 : n->pqcap * 2),
+		    sizeof(*grown));
+		if (grown == NULL)
+			abort();
+		for (i = 0; i < n->pqlen; i++)
+			grown[i] = n->pq[(n->pqhead + i) % n->pqcap];
+		free(n->pq);
+		n->pq = grown;
+		n->pqhead = 0;
+		n->pqcap = n->pqcap == 0 ? 16 : n->pqcap * 2;
+	}
+	it = &n->pq[(n->pqhead + n->pqlen++) % n->pqcap];
+	memset(it, 0, sizeof(*it));
+	it->step = a->to == ELECTION_LEADER ? STEP_HOOK_LEADER :
+	    STEP_HOOK_FOLLOWER;
+	it->role = a->to;
+	it->argv = notify_argv_dup(argv);
+	it->part = pt;
+	it->ack = a->wait;
+	it->ack_told = a->told;
+	snprintf(it->reason, sizeof(it->reason), "%s", a->reason);
+	election_report(pt->e, &r);
+	if (a->to == ELECTION_LEADER) {
+		it->epoch = pt->e->epoch;
+		snprintf(it->leader_id, sizeof(it->leader_id), "%s",
+		    conf->election_id);
+		it->leader_epoch = it->epoch;
+		if (conf->election_value != NULL &&
+		    (it->leader_value = strdup(conf->election_value)) == NULL)
+			abort();
+	} else if (r.has_leader) {
+		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r.leader_id);
+		it->leader_epoch = r.leader_epoch;
+	}
+	notify_progress(n);
 }

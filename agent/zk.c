@@ -177,6 +177,7 @@ static void	zk_members_session(struct zk *, const struct election_event *);
 static void	zk_part_changed(struct zk *, struct part *);
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
+static void	zk_new_session_owed(struct zk *);
 static void	zk_srenew_answered(struct zk *, struct zk_msg *);
 static void	zk_srenew_schedule(struct zk *);
 static int	zk_resolve_servers(struct zk *, bool);
@@ -694,13 +695,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		for (i = 0; i < zk->agent->nparts; i++)
 			zk_feed_part(zk, &zk->agent->parts[i], &ev);
 		zk_members_session(zk, &ev);
-		if (zk->new_session_owed) {
-			zk->new_session_owed = false;
-			if (zk->zh != NULL)
-				zookeeper_close(zk->zh);
-			zk->zh = NULL;
-			zk_handle_open(zk);
-		}
+		zk_new_session_owed(zk);
 	} else {
 		if (pt == NULL && m->path != NULL)
 			pt = zk_part_of_path(zk, m->path);
@@ -754,6 +749,7 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (at != 0 && at <= ev.now)
 			zk_feed_part(zk, &zk->agent->parts[i], &ev);
 	}
+	zk_new_session_owed(zk);	/* an auth failure's retry */
 	zk_schedule_tick(zk);
 }
 
@@ -1638,6 +1634,19 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 }
 
 /* --- Partitions: the member node, the listing, the assignment. --- */
+
+/* Partitions: a new session, once for every partition that asked. */
+static void
+zk_new_session_owed(struct zk *zk)
+{
+	if (!zk->new_session_owed)
+		return;
+	zk->new_session_owed = false;
+	if (zk->zh != NULL)
+		zookeeper_close(zk->zh);
+	zk->zh = NULL;
+	zk_handle_open(zk);
+}
 
 /* The election that speaks for the session. */
 struct election *

@@ -15,6 +15,7 @@ partition elections between them over one session each.
 The broader suite (zkelectctl, hooks, benchmarks) is elsewhere.
 """
 
+import os
 import threading
 import time
 
@@ -266,3 +267,56 @@ def test_without_partitions_the_endpoints_answer_404(agents):
     assert r.status == 404
     assert r.json() == {"error": "no partitions configured"}
     assert a.get("/v1/partitions/0/leader").status == 404
+
+
+def test_hooks_per_partition_and_the_app_hears_before_the_node_goes(agents):
+    """on_leader and on_follower run per partition with ZKELECT_PARTITION and
+    ZKELECT_EPOCH; a leaver's on_follower for a partition (which takes
+    0.3 s) ends before the successor gains that partition."""
+    log = os.path.join(agents.dir, "hooks.log")
+    hook = os.path.join(agents.dir, "hook.sh")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\n"
+                "[ \"$ZKELECT_ROLE\" = leader ] || sleep 0.3\n"
+                "echo \"$1 $ZKELECT_ID $ZKELECT_PARTITION $ZKELECT_ROLE "
+                "$ZKELECT_EPOCH\" >> %s\n" % log)
+    os.chmod(hook, 0o755)
+    yaml = PARTS_YAML + ("notify:\n  on_leader: [\"%s\", gained]\n"
+                         "  on_follower: [\"%s\", lost]\n" % (hook, hook))
+    duo = [agents.new("h%d" % i, extra_yaml=yaml) for i in range(2)]
+    owner, epochs = poll(lambda: settled(duo, [6, 6]), 60, interval=0.1,
+                         what="2 x 6")
+
+    def lines():
+        try:
+            with open(log) as f:
+                return [ln.split() for ln in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def gained_now():
+        got = {}
+        for w in lines():
+            if w[0] == "gained":
+                got[w[2]] = (w[1], int(w[4]))
+        return got if got == {p: (owner[p], epochs[p]) for p in owner} else None
+
+    # The last gain of each partition names its owner and epoch.
+    poll(gained_now, 20, what="an on_leader per partition, with its epoch")
+    leaver = duo[1]
+    mine = sorted(p for p, a in owner.items() if a == leaver.id)
+    leaver.signal(15)
+    after, _ = poll(lambda: settled(duo[:1], [12]), 30, interval=0.05,
+                    what="1 x 12 after SIGTERM")
+    leaver.proc.wait(20)
+    ls = lines()
+    for p in mine:
+        lost = [i for i, w in enumerate(ls)
+                if w[0] == "lost" and w[1] == leaver.id and w[2] == p]
+        won = [i for i, w in enumerate(ls)
+               if w[0] == "gained" and w[1] == duo[0].id and w[2] == p]
+        assert lost and won, (p, ls)
+        # The leaver's hook ended (after its 0.3 s) before the successor led.
+        assert lost[-1] < won[-1], (p, ls)
+        # A loss carries no epoch, as for one election.
+        assert len(ls[lost[-1]]) == 4, ls[lost[-1]]
