@@ -320,3 +320,31 @@ def test_hooks_per_partition_and_the_app_hears_before_the_node_goes(agents):
         assert lost[-1] < won[-1], (p, ls)
         # A loss carries no epoch, as for one election.
         assert len(ls[lost[-1]]) == 4, ls[lost[-1]]
+
+
+def test_a_join_moves_few_and_only_to_the_newcomer(agents):
+    """A fourth agent joins 3 x 4: each ends with 3, and the partitions that
+    move (at most ceil(12/4) = 3) all go to the newcomer, by graceful
+    handovers (no overlap)."""
+    trio = start3(agents)
+    owner, epochs = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
+                         what="3 x 4")
+    watch = OverlapWatch(trio)
+    try:
+        new = agents.new("a3", extra_yaml=PARTS_YAML, start=False)
+        watch.agents.append(new)
+        new.start()
+        watch.start()
+        four = trio + [new]
+        after, epochs2 = poll(lambda: settled(four, [3, 3, 3, 3]), 30,
+                              interval=0.05, what="4 x 3 after a join")
+        moved = {p for p in owner if owner[p] != after[p]}
+        assert all(after[p] == new.id for p in moved), (moved, after)
+        assert len(moved) <= 3, moved
+        for p in set(owner) - moved:
+            assert epochs2[p] == epochs[p]
+        text = new.get("/metrics").body
+        assert "\nzkelect_members 4\n" in text
+    finally:
+        watch.stop()
+    assert watch.violations() == []
