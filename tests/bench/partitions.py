@@ -7,7 +7,8 @@ measured the same way in the same run.
     * graceful leave: SIGTERM of one of 4 settled agents until the 3 left
       are settled again (each owns exactly what it is assigned, floor/ceil
       of N/3, every partition owned once), seen by a poll of every agent's
-      /v1/partitions every --interval;
+      /v1/partitions every --interval; the oldest member leaves on even
+      runs, the newest on odd ones, and each is also reported apart;
     * join: the agent started again; the clock starts at the creation of
       its member node (its ctime, ZooKeeper's wall clock, read afterwards),
       so that the process's start-up and connection are not timed, and
@@ -135,7 +136,7 @@ def main():
     parts = BenchAgentSet(zk.hostport, "/zkelect/bench-parts")
     single = BenchAgentSet(zk.hostport, "/zkelect/bench-single")
     obs = None
-    leave, join, ref = [], [], []
+    leave, join, ref, leave_old, leave_new = [], [], [], [], []
     try:
         obs = Observer(zk.hostport)
         st = args.session_timeout
@@ -146,6 +147,7 @@ def main():
         s2 = single.new("s2", session_timeout=st)
         s2.wait_for(lambda s: s.get("role") == "follower", 30, what="follow")
         wait_settled_at(agents, names, 300, args.interval)
+        order = list(agents)    # by joining order
 
         # (a) rebalance, against one graceful handover
         for run in range(args.runs):
@@ -166,24 +168,30 @@ def main():
             ldr.start()
             ldr.wait_for(lambda s: s.get("role") == "follower", 30, what="follow again")
 
-            # leave: SIGTERM of one of the 4 partitioned agents
-            leaver = agents[run % 4]
+            # leave: SIGTERM of one of the 4 partitioned agents, the oldest
+            # member on even runs, the newest on odd ones (the assignment
+            # moves only the leaver's partitions when it is the newest)
+            newest = run % 2 == 1
+            leaver = order[-1] if newest else order[0]
             rest = [a for a in agents if a is not leaver]
             bl.quiet(args.quiet)
             t0 = time.monotonic()
             leaver.signal(signal.SIGTERM)
             _, t1 = wait_settled_at(rest, names, 300, args.interval)
+            (leave_new if newest else leave_old).append(t1 - t0)
             leave.append(t1 - t0)
             leaver.proc.wait(60)
+            order.remove(leaver)
+            order.append(leaver)     # it joins again: the newest
 
             # join: the same agent again, timed from its member node's creation
             leaver.start()
             w1, _ = wait_settled_at(agents, names, 300, args.interval)
             join.append(w1 - member_ctime(obs, parts.path, leaver.id) / 1000.0)
             bl.quiet(args.quiet)
-            print("run %d: graceful handover %s, leave %s, join %s" % (
-                run + 1, bl.fmt_ms(ref[-1] * 1000), bl.fmt_ms(leave[-1] * 1000),
-                bl.fmt_ms(join[-1] * 1000)), flush=True)
+            print("run %d: graceful handover %s, leave of the %s member %s, join %s" % (
+                run + 1, bl.fmt_ms(ref[-1] * 1000), "newest" if newest else "oldest",
+                bl.fmt_ms(leave[-1] * 1000), bl.fmt_ms(join[-1] * 1000)), flush=True)
 
         # (b) and (c): steady state, every agent settled, one window
         wait_settled_at(agents, names, 300, args.interval)
@@ -220,7 +228,11 @@ def main():
     print("  single election, graceful handover (SIGTERM): %s (%s..%s)" % (
         bl.fmt_ms(med(ref)), bl.fmt_ms(min(ref) * 1000), bl.fmt_ms(max(ref) * 1000)))
     for what, v in (("graceful leave (SIGTERM of 1 of 4)", leave),
+                    ("  of which the oldest member's", leave_old),
+                    ("  of which the newest member's", leave_new),
                     ("join (3 -> 4, from its member node)", join)):
+        if not v:
+            continue
         print("  %d partitions, %s: %s (%s..%s), %.1fx the handover" % (
             n, what, bl.fmt_ms(med(v)), bl.fmt_ms(min(v) * 1000), bl.fmt_ms(max(v) * 1000),
             bl.ratio(med(v), med(ref))))
