@@ -1304,6 +1304,12 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			e->claim_owed = true;	/* no watch was set */
+		if (e->parked) {
+			/* No node, so no watch: look again in a while (a
+			 * partition nobody has joined yet). */
+			e->parked_watch = false;
+			e->parked_retry = e->now + (uint64_t)e->timeout_ms;
+		}
 		if (e->phase != PHASE_TAKEOVER || !current)
 			return;
 		if (ev->rc == ZNONODE)
@@ -1913,7 +1919,7 @@ election_parked_step(struct election *e, struct election_actions *out)
 		return;
 	}
 	if (e->phase == PHASE_HOLDING && !e->parked_watch &&
-	    e->claim_reads == 0)
+	    e->claim_reads == 0 && e->now >= e->parked_retry)
 		election_watch_claim(e, out);
 }
 
@@ -2240,6 +2246,9 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);
+	if (e->parked && e->phase == PHASE_HOLDING && !e->parked_watch &&
+	    e->session == SESSION_CONNECTED && !e->stopping)
+		EARLIEST(e->parked_retry == 0 ? 1 : e->parked_retry);
 	EARLIEST(election_observer_kick_at(e));
 	EARLIEST(e->retry_at);
 #undef EARLIEST

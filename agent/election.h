@@ -312,6 +312,7 @@ struct election {
 	 * successor queues, then releases to it. Never set in one election. */
 	bool		 parked;
 	bool		 parked_watch;	/* the claim's watch is set meanwhile */
+	uint64_t	 parked_retry;	/* no claim node yet: look again then */
 	bool		 session_renewal; /* partitions: a leader's lease is
 					   extended by the session's renewal */
 	uint64_t	 claim_watch_sent; /* when the claim's watch was last

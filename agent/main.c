@@ -170,8 +170,11 @@ agent_changed(struct agent *agent)
 static uint32_t
 agent_session_timeout(const struct agent *agent)
 {
-	if (agent->election.timeout_ms > 0)
-		return (uint32_t)agent->election.timeout_ms;
+	const struct election *e = agent->parts != NULL ?
+	    agent->parts[0].e : &agent->election;
+
+	if (e->timeout_ms > 0)
+		return (uint32_t)e->timeout_ms;
 	return (uint32_t)agent->conf->zk_session_timeout_ms;
 }
 

@@ -1913,7 +1913,6 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 	struct zk_req *req;
 	int i, j, n;
 	int64_t seq;
-	bool fresh;
 
 	switch (m->kind) {
 	case ZK_MEMBER_CREATE:
@@ -1989,7 +1988,6 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_MEMBER_DATA:
 		if (m->gen != zk->member_gen)
 			return;
-		fresh = false;
 		if ((mb = zk_member_find(zk, m->name)) != NULL) {
 			if (m->rc == ZOK && m->datalen > 0 &&
 			    m->datalen < ELECTION_ID_MAX) {
@@ -2011,10 +2009,8 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 				zk->nmembers--;
 				qsort(zk->members, (size_t)zk->nmembers,
 				    sizeof(*zk->members), zk_member_cmp);
-				fresh = true;
 			}
 		}
-		(void)fresh;
 		if (--zk->member_reads <= 0)
 			zk_members_assign(zk);
 		return;

@@ -56,7 +56,8 @@ def owners(agents):
 
 def settled(agents, want):
     """Every partition has exactly one owner, the counts per agent are WANT
-    (a sorted list), and every agent agrees on the member count."""
+    (a sorted list), every agent agrees on the member count, and each leads
+    exactly the partitions it is assigned."""
     seen, epochs = owners(agents)
     if seen is None:
         return None
@@ -70,6 +71,9 @@ def settled(agents, want):
     for a in agents:
         doc = parts_doc(a)
         if doc is None or doc["members"] != len(agents):
+            return None
+        # Settled: what it leads is what it is assigned, and no more.
+        if any(e["is_leader"] != e["assigned"] for e in doc["partitions"]):
             return None
     return {p: v[0] for p, v in seen.items()}, epochs
 
@@ -119,7 +123,8 @@ class OverlapWatch:
             t.join(5)
 
     def violations(self):
-        assert self.rounds > 20, "the watch hardly polled (%d)" % self.rounds
+        assert self.rounds >= 2 * len(self.agents), \
+            "the watch hardly polled (%d)" % self.rounds
         bad = []
         for p, ss in sorted(self.samples.items()):
             bad += ["partition %s: %s" % (p, v)
@@ -173,6 +178,15 @@ def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observe
         ids = sorted(observer.zk.get("%s/members/%s" % (election, n))[0].decode()
                      for n in names)
         assert ids == ["a0", "a1", "a2"]
+        # Every agent names each partition's leader and epoch, owned or not.
+        def leaders_known():
+            for a in trio:
+                for e in parts_doc(a)["partitions"]:
+                    if e["leader"] != {"id": owner[e["name"]],
+                                       "epoch": epochs[e["name"]]}:
+                        return None
+            return True
+        poll(leaders_known, 10, what="every agent to report every leader")
         # The metrics count the same.
         for a in trio:
             text = a.get("/metrics").body
