@@ -233,8 +233,8 @@ def main():
                     ("join (3 -> 4, from its member node)", join)):
         if not v:
             continue
-        print("  %d partitions, %s: %s (%s..%s), %.1fx the handover" % (
-            n, what, bl.fmt_ms(med(v)), bl.fmt_ms(min(v) * 1000), bl.fmt_ms(max(v) * 1000),
+        print("  %s%s: %s (%s..%s), %.1fx the handover" % (
+            "" if what.startswith(" ") else "%d partitions, " % n, what, bl.fmt_ms(med(v)), bl.fmt_ms(min(v) * 1000), bl.fmt_ms(max(v) * 1000),
             bl.ratio(med(v), med(ref))))
     print()
     print("(b) ZooKeeper packets received per agent at steady state (cons, %.1f s)" % secs)
