@@ -394,7 +394,9 @@ print_human(const char *json)
 	char role[32] = "?", epoch[32] = "null", lease[32] = "0", id[300] = "?",
 	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?",
 	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
-	    why[300] = "", reason[64] = "", bar[160] = "";
+	    why[300] = "", reason[64] = "", bar[160] = "", parts[300],
+	    pcount[16] = "?", powned[16] = "?", passigned[16] = "?",
+	    pmembers[16] = "?";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -415,6 +417,20 @@ print_human(const char *json)
 		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
+	if (client_json_member(json, "partitions", parts, sizeof(parts)) == 0 &&
+	    parts[0] == '{') {
+		/* Leadership is per partition: say what this agent owns. */
+		client_json_member(parts, "count", pcount, sizeof(pcount));
+		client_json_member(parts, "owned", powned, sizeof(powned));
+		client_json_member(parts, "assigned", passigned,
+		    sizeof(passigned));
+		client_json_member(parts, "members", pmembers, sizeof(pmembers));
+		printf("%s: owns %s of %s partitions (%s assigned to it, %s "
+		    "member%s), session %s; zkelectctl partitions shows each\n",
+		    id, powned, pcount, passigned, pmembers,
+		    strcmp(pmembers, "1") == 0 ? "" : "s", state);
+		return;
+	}
 	printf("%s: %s", id, role);
 	if (strcmp(role, "leader") == 0) {
 		printf(" (epoch %s, lease %s ms)", epoch, lease);

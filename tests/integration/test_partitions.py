@@ -396,6 +396,11 @@ def test_ctl_partitions_and_p(agents, election, checker):
     assert out[-1].startswith("a0: 2 members, owns %d of 4 partitions, %d assigned" % (
         mine, mine)), out[-1]
 
+    r = ctl(a.socket, "status")
+    assert r.returncode == 0
+    assert r.stdout.startswith("a0: owns %d of 4 partitions (%d assigned to it, 2 members), "
+                               "session connected" % (mine, mine)), r.stdout
+
     r = ctl(a.socket, "partitions", "--json")
     assert r.returncode == 0
     d = json.loads(r.stdout)
