@@ -7,7 +7,8 @@ ZooKeeper's own counter of requests received (`mntr`: zk_packets_received),
 over a window of --seconds (default 20), on a server of its own:
   reference  one agent leading a single election, alone;
   measured   4 agents in --partitions (default 256) partitions, settled
-             (each leads N/4), counted per agent (the total over 4).
+             (each leads what it is assigned, N/4, and knows every
+             partition's leader), counted per agent (the total over 4).
 Both sides use the same session timeout; each window opens once its side is
 settled and --quiet s (default 1) have passed.
 
@@ -48,6 +49,12 @@ def settled(agents, n):
         doc = r.json()
         owned = sum(1 for e in doc["partitions"] if e["is_leader"])
         if doc["members"] != len(agents) or owned not in (want, want + 1):
+            return False
+        # Steady: leading what is assigned, every leader known (a
+        # partition whose claim node did not exist at the first look is
+        # looked at again after T, a start-up cost, not a steady one).
+        if any(e["is_leader"] != e["assigned"] or e["leader"] is None
+               for e in doc["partitions"]):
             return False
     return True
 
