@@ -193,8 +193,13 @@ def main():
                 run + 1, bl.fmt_ms(ref[-1] * 1000), "newest" if newest else "oldest",
                 bl.fmt_ms(leave[-1] * 1000), bl.fmt_ms(join[-1] * 1000)), flush=True)
 
-        # (b) and (c): steady state, every agent settled, one window
+        # (b) and (c): steady state, every agent settled and knowing every
+        # partition's leader (an agent looks again at a claim node missing
+        # at its start; that is not steady state), one window
         wait_settled_at(agents, names, 300, args.interval)
+        bl.poll(lambda: all(p["leader"] is not None for a in agents
+                            for p in ph.plist(a)["partitions"]), 120, interval=0.1,
+                what="every agent to know every partition's leader")
         ldr = s1 if leading(s1) else s2
         fol = s2 if ldr is s1 else s1
         sids = {a.id: session_of(obs, parts.path, a.id, "members") for a in agents}
