@@ -343,12 +343,10 @@ def test_a_join_moves_few_and_only_to_the_newcomer(agents):
     trio = start3(agents)
     owner, epochs = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
                          what="3 x 4")
-    watch = OverlapWatch(trio)
+    new = agents.new("a3", extra_yaml=PARTS_YAML, start=False)
+    watch = OverlapWatch(trio + [new]).start()   # before the join
     try:
-        new = agents.new("a3", extra_yaml=PARTS_YAML, start=False)
-        watch.agents.append(new)
         new.start()
-        watch.start()
         four = trio + [new]
         after, epochs2 = poll(lambda: settled(four, [3, 3, 3, 3]), 30,
                               interval=0.05, what="4 x 3 after a join")
@@ -359,6 +357,9 @@ def test_a_join_moves_few_and_only_to_the_newcomer(agents):
             assert epochs2[p] == epochs[p]
         text = new.get("/metrics").body
         assert "\nzkelect_members 4\n" in text
+        # The watch saw the settled state from every agent, too.
+        poll(lambda: watch.rounds >= 3 * len(four), 10,
+             what="the watch to poll every agent")
     finally:
         watch.stop()
     assert watch.violations() == []
