@@ -225,6 +225,7 @@ void
 api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 {
 	struct election_report r;
+	char bar[256];
 	enum election_role role = election_role_at(e, now);
 	char why[256];
 
@@ -257,7 +258,7 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	    r.candidates, r.position, election_hold_remaining(e, now));
 	/* Why a candidate that could lead does not (null: nothing bars it). */
 	if (r.bar != BAR_NONE)
-		api_json_string(out, election_bar_name(r.bar));
+		api_json_string(out, election_bar_text(&r, bar, sizeof(bar)));
 	else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"index\":%" PRIu64

@@ -64,12 +64,19 @@ enum kind {
 	K_ARGV,
 	K_SIGNAL,
 	K_MODE,
-	K_LEVEL,
-	K_FORMAT,
-	K_DISCONNECT,
-	K_FAILURE,
-	K_COUNT,		/* partitions.count */
-	K_NAMES,		/* partitions.names */
+	K_ENUM,		/* one of the names of the key's choices */
+	K_COUNT,	/* partitions.count */
+	K_NAMES,	/* partitions.names */
+};
+
+/* The names K_ENUM accepts, and the value each stores. */
+#define CHOICES_MAX	5
+struct choices {
+	const char	*noun;		/* "invalid NOUN 'x'" */
+	struct {
+		const char	*name;	/* NULL ends the list */
+		int		 value;
+	} c[CHOICES_MAX];
 };
 
 struct key;
@@ -84,6 +91,8 @@ struct key {
 	check_fn		 check;		/* K_STRING: extra validation */
 	const struct key	*sub;		/* K_SECTION: its keys */
 	uint64_t		 min_ms, max_ms; /* K_DURATION: bounds */
+	const struct choices	*choices;	/* K_ENUM */
+	size_t			 size;		/* K_ENUM: of the field (a bool or an enum) */
 };
 
 static void check_servers(struct loader *, const char *, const yaml_mark_t *, const char *);
@@ -96,73 +105,87 @@ static void check_pidfile(struct loader *, const char *, const yaml_mark_t *, co
 
 #define F(field)	offsetof(struct config, field)
 
+static const struct choices disconnect_choices = { "value",
+	{ { "hold_lease", false }, { "step_down", true }, { NULL, 0 } } };
+static const struct choices failure_choices = { "value",
+	{ { "keep", false }, { "resign", true }, { NULL, 0 } } };
+static const struct choices level_choices = { "level",
+	{ { "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warn", LOG_WARN },
+	  { "error", LOG_ERROR }, { NULL, 0 } } };
+static const struct choices format_choices = { "format",
+	{ { "text", LOG_TEXT }, { "json", LOG_JSON }, { NULL, 0 } } };
+
 static const struct key auth_keys[] = {
-	{ "scheme", K_STRING, F(zk_auth_scheme), true, NULL, NULL, 0, 0 },
-	{ "credentials", K_STRING, F(zk_auth_credentials), true, NULL, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "scheme", K_STRING, F(zk_auth_scheme), true, NULL, NULL, 0, 0, NULL, 0 },
+	{ "credentials", K_STRING, F(zk_auth_credentials), true, NULL, NULL, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key zookeeper_keys[] = {
-	{ "servers", K_STRING, F(zk_servers), true, check_servers, NULL, 0, 0 },
+	{ "servers", K_STRING, F(zk_servers), true, check_servers, NULL, 0, 0, NULL, 0 },
 	{ "session_timeout", K_DURATION, F(zk_session_timeout_ms), false, NULL, NULL,
-	    SESSION_MIN_MS, SESSION_MAX_MS },
+	    SESSION_MIN_MS, SESSION_MAX_MS, NULL, 0 },
 	{ "tick_time", K_DURATION, F(zk_tick_ms), false, NULL, NULL,
-	    1, SESSION_MAX_MS / 2 },
-	{ "auth", K_SECTION, 0, false, NULL, auth_keys, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	    1, SESSION_MAX_MS / 2, NULL, 0 },
+	{ "auth", K_SECTION, 0, false, NULL, auth_keys, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key election_keys[] = {
-	{ "path", K_STRING, F(election_path), true, check_path, NULL, 0, 0 },
-	{ "id", K_STRING, F(election_id), false, check_id, NULL, 0, 0 },
-	{ "candidate", K_BOOL, F(election_candidate), false, NULL, NULL, 0, 0 },
-	{ "disconnect", K_DISCONNECT, F(election_step_down), false, NULL, NULL, 0, 0 },
-	{ "value", K_STRING, F(election_value), false, check_value, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "path", K_STRING, F(election_path), true, check_path, NULL, 0, 0, NULL, 0 },
+	{ "id", K_STRING, F(election_id), false, check_id, NULL, 0, 0, NULL, 0 },
+	{ "candidate", K_BOOL, F(election_candidate), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "disconnect", K_ENUM, F(election_step_down), false, NULL, NULL, 0, 0,
+	    &disconnect_choices, sizeof(((struct config *)0)->election_step_down) },
+	{ "value", K_STRING, F(election_value), false, check_value, NULL, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key api_keys[] = {
-	{ "socket", K_STRING, F(api_socket), false, check_socket, NULL, 0, 0 },
-	{ "socket_mode", K_MODE, F(api_socket_mode), false, NULL, NULL, 0, 0 },
-	{ "listen", K_STRING, F(api_listen), false, check_listen, NULL, 0, 0 },
-	{ "allow_tcp_resign", K_BOOL, F(api_tcp_resign), false, NULL, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "socket", K_STRING, F(api_socket), false, check_socket, NULL, 0, 0, NULL, 0 },
+	{ "socket_mode", K_MODE, F(api_socket_mode), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "listen", K_STRING, F(api_listen), false, check_listen, NULL, 0, 0, NULL, 0 },
+	{ "allow_tcp_resign", K_BOOL, F(api_tcp_resign), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key notify_keys[] = {
-	{ "on_leader", K_ARGV, F(notify_on_leader), false, NULL, NULL, 0, 0 },
-	{ "on_follower", K_ARGV, F(notify_on_follower), false, NULL, NULL, 0, 0 },
+	{ "on_leader", K_ARGV, F(notify_on_leader), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "on_follower", K_ARGV, F(notify_on_follower), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "hook_timeout", K_DURATION, F(notify_hook_timeout_ms), false, NULL, NULL,
-	    1, UINT64_MAX },
-	{ "pidfile", K_STRING, F(notify_pidfile), false, check_pidfile, NULL, 0, 0 },
-	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0 },
-	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0 },
-	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0 },
-	{ "on_leader_change", K_ARGV, F(notify_on_leader_change), false, NULL, NULL, 0, 0 },
-	{ "on_leader_failure", K_FAILURE, F(notify_resign_on_failure), false, NULL, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	    1, UINT64_MAX, NULL, 0 },
+	{ "pidfile", K_STRING, F(notify_pidfile), false, check_pidfile, NULL, 0, 0, NULL, 0 },
+	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "on_leader_change", K_ARGV, F(notify_on_leader_change), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "on_leader_failure", K_ENUM, F(notify_resign_on_failure), false, NULL, NULL, 0, 0,
+	    &failure_choices, sizeof(((struct config *)0)->notify_resign_on_failure) },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key log_keys[] = {
-	{ "level", K_LEVEL, F(log_level), false, NULL, NULL, 0, 0 },
-	{ "format", K_FORMAT, F(log_format), false, NULL, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "level", K_ENUM, F(log_level), false, NULL, NULL, 0, 0,
+	    &level_choices, sizeof(((struct config *)0)->log_level) },
+	{ "format", K_ENUM, F(log_format), false, NULL, NULL, 0, 0,
+	    &format_choices, sizeof(((struct config *)0)->log_format) },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key partitions_keys[] = {
-	{ "count", K_COUNT, 0, false, NULL, NULL, 0, 0 },
-	{ "names", K_NAMES, 0, false, NULL, NULL, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "count", K_COUNT, 0, false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "names", K_NAMES, 0, false, NULL, NULL, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 static const struct key root_keys[] = {
-	{ "zookeeper", K_SECTION, 0, true, NULL, zookeeper_keys, 0, 0 },
-	{ "election", K_SECTION, 0, true, NULL, election_keys, 0, 0 },
-	{ "api", K_SECTION, 0, false, NULL, api_keys, 0, 0 },
-	{ "notify", K_SECTION, 0, false, NULL, notify_keys, 0, 0 },
-	{ "log", K_SECTION, 0, false, NULL, log_keys, 0, 0 },
-	{ "partitions", K_SECTION, 0, false, NULL, partitions_keys, 0, 0 },
-	{ NULL, 0, 0, false, NULL, NULL, 0, 0 }
+	{ "zookeeper", K_SECTION, 0, true, NULL, zookeeper_keys, 0, 0, NULL, 0 },
+	{ "election", K_SECTION, 0, true, NULL, election_keys, 0, 0, NULL, 0 },
+	{ "api", K_SECTION, 0, false, NULL, api_keys, 0, 0, NULL, 0 },
+	{ "notify", K_SECTION, 0, false, NULL, notify_keys, 0, 0, NULL, 0 },
+	{ "log", K_SECTION, 0, false, NULL, log_keys, 0, 0, NULL, 0 },
+	{ "partitions", K_SECTION, 0, false, NULL, partitions_keys, 0, 0, NULL, 0 },
+	{ NULL, 0, 0, false, NULL, NULL, 0, 0, NULL, 0 }
 };
 
 #undef F
@@ -805,6 +828,35 @@ load_names(struct loader *ld, const char *what, const yaml_node_t *node)
 static void walk_mapping(struct loader *, const struct key *, const char *,
     const yaml_node_t *, const yaml_mark_t *);
 
+/* K_ENUM: S must be one of K's choices; "(use a, b or c)" otherwise. */
+static void
+load_choice(struct loader *ld, const struct key *k, const char *what,
+    const yaml_node_t *node, const char *s)
+{
+	char *field = (char *)ld->conf + k->off;
+	char buf[SHOW_MAX], names[128];
+	size_t len = 0;
+	int i;
+
+	for (i = 0; k->choices->c[i].name != NULL; i++)
+		if (strcmp(s, k->choices->c[i].name) == 0) {
+			if (k->size == sizeof(bool))
+				*(bool *)(void *)field = k->choices->c[i].value != 0;
+			else
+				*(int *)(void *)field = k->choices->c[i].value;
+			return;
+		}
+	names[0] = '\0';
+	for (i = 0; k->choices->c[i].name != NULL; i++) {
+		snprintf(names + len, sizeof(names) - len, "%s%s", i == 0 ? "" :
+		    k->choices->c[i + 1].name == NULL ? " or " : ", ",
+		    k->choices->c[i].name);
+		len = strlen(names);
+	}
+	conf_error(ld, &node->start_mark, "%s: invalid %s '%s' (use %s)", what,
+	    k->choices->noun, show(buf, sizeof(buf), s), names);
+}
+
 static void
 load_value(struct loader *ld, const struct key *k, const char *what,
     const yaml_node_t *key_node, const yaml_node_t *node)
@@ -909,49 +961,8 @@ load_value(struct loader *ld, const struct key *k, const char *what,
 		}
 		*(unsigned *)(void *)(base + k->off) = mode;
 		break;
-	case K_LEVEL:
-		if (strcmp(s, "debug") == 0)
-			ld->conf->log_level = LOG_DEBUG;
-		else if (strcmp(s, "info") == 0)
-			ld->conf->log_level = LOG_INFO;
-		else if (strcmp(s, "warn") == 0)
-			ld->conf->log_level = LOG_WARN;
-		else if (strcmp(s, "error") == 0)
-			ld->conf->log_level = LOG_ERROR;
-		else
-			conf_error(ld, &node->start_mark, "%s: invalid level "
-			    "'%s' (use debug, info, warn or error)", what,
-			    show(buf, sizeof(buf), s));
-		break;
-	case K_FORMAT:
-		if (strcmp(s, "text") == 0)
-			ld->conf->log_format = LOG_TEXT;
-		else if (strcmp(s, "json") == 0)
-			ld->conf->log_format = LOG_JSON;
-		else
-			conf_error(ld, &node->start_mark, "%s: invalid format "
-			    "'%s' (use text or json)", what,
-			    show(buf, sizeof(buf), s));
-		break;
-	case K_DISCONNECT:
-		if (strcmp(s, "hold_lease") == 0)
-			ld->conf->election_step_down = false;
-		else if (strcmp(s, "step_down") == 0)
-			ld->conf->election_step_down = true;
-		else
-			conf_error(ld, &node->start_mark, "%s: invalid value "
-			    "'%s' (use hold_lease or step_down)", what,
-			    show(buf, sizeof(buf), s));
-		break;
-	case K_FAILURE:
-		if (strcmp(s, "keep") == 0)
-			ld->conf->notify_resign_on_failure = false;
-		else if (strcmp(s, "resign") == 0)
-			ld->conf->notify_resign_on_failure = true;
-		else
-			conf_error(ld, &node->start_mark, "%s: invalid value "
-			    "'%s' (use keep or resign)", what,
-			    show(buf, sizeof(buf), s));
+	case K_ENUM:
+		load_choice(ld, k, what, node, s);
 		break;
 	case K_COUNT:
 		load_count(ld, what, node, s);

@@ -95,9 +95,28 @@ election_bar_name(enum election_bar b)
 	case BAR_EPOCH_BACKWARDS:
 		return "ZooKeeper's zxid went below an epoch this agent led "
 		    "under (restored from an older snapshot?)";
+	case BAR_SLOW_ZOOKEEPER:
+		return "round trips to ZooKeeper too slow to start a term";
+	case BAR_NO_ACCESS:
+		return "ZooKeeper refuses access to the election path (NOAUTH): "
+		    "check its ACL and zookeeper.auth";
+	case BAR_NO_CHROOT:
+		return "the election path cannot be created: the chroot of "
+		    "zookeeper.servers does not exist";
 	default:
 		return NULL;
 	}
+}
+
+const char *
+election_bar_text(const struct election_report *r, char *buf, size_t len)
+{
+	if (r->bar != BAR_SLOW_ZOOKEEPER)
+		return election_bar_name(r->bar);
+	snprintf(buf, len, "round trips to ZooKeeper (%" PRIu64 " ms of a %d ms "
+	    "session timeout) leave too little lease to start a term",
+	    r->slow_rtt_ms, r->timeout_ms);
+	return buf;
 }
 
 const char *
@@ -172,6 +191,36 @@ election_note_sent(struct election *e)
 	e->sent[e->nsent++] = e->now;
 }
 
+/*
+ * A round trip came back. A term that starts must last: a leader's renewal
+ * unanswered for kick is stalled, and its term may not survive the move to
+ * another server. So no term starts after slow round trips in a row (one
+ * alone may be a write waiting for a disk) until fast ones in a row say the
+ * link is well again: the gap between the two thresholds keeps a link near
+ * one of them from starting term after term (doc/design.md, "A slow
+ * ZooKeeper").
+ */
+static void
+election_note_rtt(struct election *e, uint64_t rtt)
+{
+	if (e->lease_naive || !e->shape.ok)
+		return;
+	if (rtt >= e->shape.slow) {
+		e->fast_runs = 0;
+		if (++e->slow_runs >= ELECTION_SLOW_RUNS && e->slow_rtt == 0)
+			e->slow_rtt = rtt;
+		return;
+	}
+	e->slow_runs = 0;
+	if (e->slow_rtt != 0 && rtt < e->shape.fast) {
+		if (++e->fast_runs >= ELECTION_FAST_RUNS) {
+			e->slow_rtt = 0;
+			e->fast_runs = 0;
+		}
+	} else
+		e->fast_runs = 0;
+}
+
 /* The request sent at s was answered now. */
 static void
 election_note_acked(struct election *e, uint64_t s)
@@ -182,8 +231,12 @@ election_note_acked(struct election *e, uint64_t s)
 		e->last_answer_sent = s;
 	for (i = e->nsent - 1; i >= 0; i--)
 		if (e->sent[i] == s) {
-			if (e->acked[i] == 0)
+			if (e->acked[i] == 0) {
 				e->acked[i] = e->now;
+				/* Sent on this connection (not queued while
+				 * the client reconnected): a round trip. */
+				election_note_rtt(e, e->now - s);
+			}
 			return;
 		}
 }
@@ -205,7 +258,15 @@ election_lease_until(const struct election *e, uint64_t s)
 static uint64_t
 election_renew_every(const struct election *e)
 {
-	return (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+	uint64_t every;
+
+	every = (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
+	/* Not less often than the lease's own period (T/10 for a short
+	 * tick): the more often, the more lease a leader has in hand when a
+	 * disconnect begins (doc/design.md, "The lease"). */
+	if (!e->lease_naive && e->shape.ok && e->shape.renew < every)
+		every = e->shape.renew;
+	return every;
 }
 
 /* The next renewal, this long after the last answer (it anchors the next). */
@@ -717,6 +778,7 @@ election_on_parent(struct election *e, const struct election_event *ev,
 {
 	if (e->phase != PHASE_PARENT)
 		return;
+	e->no_chroot = ev->rc == ZNONODE;
 	if (ev->rc == ZOK || ev->rc == ZNODEEXISTS) {
 		election_watch_claim(e, out);
 		if (e->candidate)
@@ -942,9 +1004,13 @@ election_on_children(struct election *e, const struct election_event *ev,
 	sorted = calloc((size_t)ev->count + 1, sizeof(*sorted));
 	if (byseq == NULL || sorted == NULL)
 		abort();
+	e->strangers = 0;
 	for (i = 0; i < ev->count; i++)
 		if ((byseq[n].seq = election_node_seq(ev->names[i])) >= 0)
 			byseq[n++].name = ev->names[i];
+		else if (e->strangers++ == 0)
+			snprintf(e->stranger, sizeof(e->stranger), "%s",
+			    ev->names[i]);
 	qsort(byseq, (size_t)n, sizeof(*byseq), election_seq_cmp);
 	for (i = 0; i < n; i++) {
 		sorted[i] = byseq[i].name;
@@ -1089,6 +1155,8 @@ election_try_lead(struct election *e, const char *reason,
 	    election_renew_every(e) + (uint64_t)e->timeout_ms / 6 :
 	    e->shape.start) >= e->lease_deadline)
 		return;
+	if (!e->lease_naive && e->slow_rtt != 0)
+		return;		/* it would not last: wait for faster trips */
 	if (!e->lease_naive && e->term_epoch <= e->spent_epoch) {
 		/*
 		 * A claim below an epoch we already led under: ZooKeeper's
@@ -1371,6 +1439,13 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			election_self_deleted(e, out);	/* our node, or its parent */
+		else if (ev->rc == ZNOAUTH) {
+			/* Rule 4: it cannot renew, nor prove anything. */
+			if (e->role == ELECTION_LEADER)
+				election_lose_standing(e,
+				    "access refused (NOAUTH)", out);
+			election_retry(e, out);
+		}
 		/* Other errors: the lease runs down, or a session event comes. */
 		return;
 	}
@@ -2003,6 +2078,13 @@ election_dispatch(struct election *e, const struct election_event *ev,
 	if (e->phase == PHASE_LEADING && ev->type != EV_TICK &&
 	    e->now >= e->lease_deadline)
 		election_lapse(e, out);
+	/* Rule 14: NOAUTH on the election path until an answer says otherwise. */
+	if (ev->rc == ZNOAUTH)
+		e->no_access = true;
+	else if (ev->rc == ZOK && (ev->type == EV_CHILDREN ||
+	    ev->type == EV_CLAIM_DATA || ev->type == EV_RENEWED ||
+	    ev->type == EV_CLAIMED || ev->type == EV_CREATED))
+		e->no_access = false;
 	if (!election_is_current(e, ev))
 		return;		/* rule 7 */
 
@@ -2202,6 +2284,14 @@ election_report(const struct election *e, struct election_report *r)
 	else if (e->server == SERVER_OBSERVER &&
 	    e->session == SESSION_CONNECTED)
 		r->bar = BAR_OBSERVER;
+	else if (e->no_chroot)
+		r->bar = BAR_NO_CHROOT;
+	else if (e->no_access)
+		r->bar = BAR_NO_ACCESS;
+	else if (e->slow_rtt != 0) {
+		r->bar = BAR_SLOW_ZOOKEEPER;
+		r->slow_rtt_ms = e->slow_rtt;
+	}
 	r->duplicate_id = election_claim_foreign(e) || election_successor_twin(e);
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;

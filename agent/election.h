@@ -10,6 +10,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lease.h"
@@ -58,7 +59,14 @@ enum election_bar {
 	BAR_OBSERVER,		/* connected to an observer */
 	BAR_SHORT_TIMEOUT,	/* T < 2 x zookeeper.tick_time */
 	BAR_EPOCH_BACKWARDS,	/* our claim's zxid is below an epoch we led under */
+	BAR_SLOW_ZOOKEEPER,	/* round trips too slow to start a term on */
+	BAR_NO_ACCESS,		/* ZooKeeper answers NOAUTH on the election path */
+	BAR_NO_CHROOT,		/* the election path cannot be created: no chroot */
 };
+
+/* Slow round trips in a row that bar a term, fast ones that lift the bar. */
+#define ELECTION_SLOW_RUNS	2
+#define ELECTION_FAST_RUNS	3
 
 enum election_phase {
 	PHASE_IDLE,		/* not connected, or waiting for a retry */
@@ -203,6 +211,7 @@ struct election_report {
 	enum election_bar bar;		/* why we do not lead, if we could */
 	enum election_server server;	/* what the connected server is */
 	bool		 duplicate_id;	/* another contender has our id */
+	uint64_t	 slow_rtt_ms;	/* BAR_SLOW_ZOOKEEPER: the round trip */
 };
 
 struct election {
@@ -212,9 +221,10 @@ struct election {
 	int		 claim_datalen;
 	bool		 candidate;
 	bool		 step_down;	/* election.disconnect: step_down */
-	unsigned	 renew_div;	/* renew T/renew_div after the last send (6), and
-					   T/5 after the last answer; 3 (with
-					   lease_naive) is the old agent */
+	unsigned	 renew_div;	/* renew at most T/renew_div after the last
+					   send (6) and the lease's renew after the
+					   last answer; 3 (with lease_naive) is the
+					   old agent */
 	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
 	int		 tick_ms;	/* zookeeper.tick_time; 0 = assume T/2 */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
@@ -324,6 +334,17 @@ struct election {
 	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;
+
+	/* a slow ZooKeeper (doc/design.md, "A slow ZooKeeper"); ZooKeeper
+	 * surprises (rule 14) */
+	uint64_t	 slow_rtt;	/* the round trip that barred terms; 0: none */
+	int		 slow_runs;	/* slow round trips in a row */
+	int		 fast_runs;	/* fast ones in a row, while barred */
+	bool		 no_access;	/* the last answer on the path was NOAUTH */
+	bool		 no_chroot;	/* the path's top could not be created */
+	int		 strangers;	/* children of the path that are not
+					   contenders, in the last listing */
+	char		 stranger[ELECTION_NAME_MAX];	/* the first of them */
 };
 
 /* Sets up an election for ID; VALUE (may be NULL) travels in its claims. */
@@ -370,5 +391,8 @@ const char *election_action_name(enum election_action_type t);
 const char *election_server_name(enum election_server s);
 /* Why a candidate does not lead, in words; NULL for BAR_NONE. */
 const char *election_bar_name(enum election_bar b);
+/* The same for a report, with its figures (the slow round trip), in buf. */
+const char *election_bar_text(const struct election_report *r, char *buf,
+    size_t len);
 
 #endif

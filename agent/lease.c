@@ -33,11 +33,23 @@ lease_shape(struct lease_shape *ls, uint64_t T, uint64_t tick)
 	ls->M = T / 6;
 	ls->R = ls->X * 3 / 5;
 	ls->span = ls->ok ? lease_min(T - ls->X - ls->M, T * 2 / 3) : 0;
-	/* Renew T/5 after the last answer (R if longer: that answer is the
-	 * next renewal's anchor), at least twice per span. */
-	ls->renew = lease_min(ls->R > T / 5 ? ls->R : T / 5, ls->span / 2);
+	/* Renew T/10 after the last answer (R if longer: that answer is the
+	 * next renewal's anchor), at least twice per span. The more often,
+	 * the more lease is left when a disconnect begins, to ride out a
+	 * ZooKeeper leader's election. */
+	ls->renew = lease_min(ls->R > T / 10 ? ls->R : T / 10, ls->span / 2);
 	ls->kick = lease_min(T / 6, (ls->span - ls->renew) / 2);
 	ls->start = ls->renew + T / 12;
+	/*
+	 * A leader's renewal unanswered for kick is stalled, and the term
+	 * seldom survives the move to another server over the same slow link;
+	 * a leader was measured to hold up to round trips of about 0.6 kick.
+	 * So a term starts only while round trips stay under half of kick,
+	 * and after round trips that did not, only once they are back under
+	 * a quarter of it (doc/design.md, "A slow ZooKeeper").
+	 */
+	ls->slow = ls->kick / 2;
+	ls->fast = ls->slow / 2;
 }
 
 uint64_t

@@ -24,6 +24,8 @@ struct lease_shape {
 	uint64_t	 renew;	/* the next renewal, after the last answer */
 	uint64_t	 kick;	/* a renewal unanswered this long is stalled */
 	uint64_t	 start;	/* a term starts only with this much lease */
+	uint64_t	 slow;	/* round trips this long: no term starts */
+	uint64_t	 fast;	/* ... until they are back under this */
 };
 
 /* Fills ls for timeout T and tickTime bound tick (0 = unknown: T/2). */

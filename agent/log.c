@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,11 @@
 
 static enum log_level	log_level_min = LOG_INFO;
 static enum log_format	log_fmt = LOG_TEXT;
+/* stderr is journald's stream: each line starts with "<N>", its syslog
+ * priority, which journald takes off and keeps as the entry's PRIORITY=
+ * (sd-daemon(3)); without it every line would be info. */
+static bool		log_journal;
+static const char *const log_prefixes[] = { "<7>", "<6>", "<4>", "<3>" };
 
 /* The queue: a ring of bytes, whole lines only, between the callers and
  * the writer thread. */
@@ -58,11 +64,30 @@ static struct {
 
 static const char *const log_names[] = { "debug", "info", "warn", "error" };
 
+/* Whether stderr is the stream journald gave us: systemd names it, as
+ * "device:inode", in JOURNAL_STREAM (systemd.exec(5)). */
+static bool
+log_stderr_is_journal(void)
+{
+	const char *e;
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if ((e = getenv("JOURNAL_STREAM")) == NULL ||
+	    sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st) == -1)
+		return false;
+	return (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
+
 void
 log_init(enum log_level level, enum log_format format)
 {
 	log_level_min = level;
 	log_fmt = format;
+	log_journal = log_stderr_is_journal();
 }
 
 void
@@ -173,6 +198,7 @@ log_format_line(char *line, enum log_level level, const char *source, long pid,
     const char *msg)
 {
 	char ts[40], esc[4200], src[160];
+	const char *pfx;
 	struct timespec now;
 	struct tm tm;
 	int n;
@@ -182,24 +208,25 @@ log_format_line(char *line, enum log_level level, const char *source, long pid,
 	n = (int)strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + n, sizeof(ts) - (size_t)n, ".%03ldZ", now.tv_nsec / 1000000);
 
+	pfx = log_journal ? log_prefixes[level] : "";
 	if (log_fmt == LOG_JSON) {
 		log_json_escape(esc, sizeof(esc), msg);
 		if (source != NULL) {
 			log_json_escape(src, sizeof(src), source);
 			n = snprintf(line, LOG_LINE_MAX,
-			    "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\","
-			    "\"source\":\"%s\",\"pid\":%ld}\n", ts, log_names[level],
-			    esc, src, pid);
+			    "%s{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\","
+			    "\"source\":\"%s\",\"pid\":%ld}\n", pfx, ts,
+			    log_names[level], esc, src, pid);
 		} else
 			n = snprintf(line, LOG_LINE_MAX,
-			    "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n",
-			    ts, log_names[level], esc);
+			    "%s{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"%s\"}\n",
+			    pfx, ts, log_names[level], esc);
 	} else if (source != NULL)
-		n = snprintf(line, LOG_LINE_MAX, "%s zkelectd %s: %s[%ld]: %s\n",
-		    ts, log_names[level], source, pid, msg);
+		n = snprintf(line, LOG_LINE_MAX, "%s%s zkelectd %s: %s[%ld]: %s\n",
+		    pfx, ts, log_names[level], source, pid, msg);
 	else
-		n = snprintf(line, LOG_LINE_MAX, "%s zkelectd %s: %s\n", ts,
-		    log_names[level], msg);
+		n = snprintf(line, LOG_LINE_MAX, "%s%s zkelectd %s: %s\n", pfx,
+		    ts, log_names[level], msg);
 	/* The escaped text stops short of its buffer, so a JSON line always
 	 * fits; a text line is cut, and stays a line. */
 	if (n > LOG_LINE_MAX - 1) {

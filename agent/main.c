@@ -155,11 +155,12 @@ agent_changed(struct agent *agent)
 	notify_leader_seen(agent->notify, &r);
 	if (r.role == ELECTION_LEADER)
 		snprintf(status, sizeof(status), "leader, epoch %" PRIu64
-		    ", %d candidates", r.epoch, r.candidates);
+		    ", %d candidate%s", r.epoch, r.candidates,
+		    r.candidates == 1 ? "" : "s");
 	else if (r.has_leader)
 		snprintf(status, sizeof(status), "%s; leader %s (epoch %" PRIu64
-		    "), %d candidates", election_role_name(r.role), r.leader_id,
-		    r.leader_epoch, r.candidates);
+		    "), %d candidate%s", election_role_name(r.role), r.leader_id,
+		    r.leader_epoch, r.candidates, r.candidates == 1 ? "" : "s");
 	else
 		snprintf(status, sizeof(status), "%s; no leader known; session %s",
 		    election_role_name(r.role), election_session_name(r.session));

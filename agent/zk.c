@@ -473,6 +473,8 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 			m->zxid = stat->mzxid;
 			m->pzxid = stat->pzxid;
 			m->czxid = stat->czxid;
+			if (req->kind == ZK_PRED_SET)
+				m->owner = stat->ephemeralOwner;
 		}
 	}
 	zk_enqueue(req->zk, m);
@@ -601,6 +603,28 @@ zk_log_timeout(struct zk *zk, int negotiated)
 		zk->told_short = false;
 }
 
+/*
+ * A node with a contender's name that no session owns (made by hand, or by
+ * a client that forgot EPHEMERAL) never leaves: every candidate behind it
+ * waits for ever. The agent cannot skip it (every agent must agree on who
+ * is lowest, and only a stat of each child would tell), so it says so,
+ * once per node, for an operator to delete it.
+ */
+static void
+zk_check_persistent(struct zk *zk, const struct zk_msg *m)
+{
+	static char	warned[ELECTION_NAME_MAX];
+
+	if (m->rc != ZOK || m->owner != 0 || m->name == NULL ||
+	    strcmp(warned, m->name) == 0)
+		return;
+	snprintf(warned, sizeof(warned), "%s", m->name);
+	log_warnx("election: %s/%s, ahead of this agent, is not ephemeral: "
+	    "no session owns it, it never leaves, and every candidate behind "
+	    "it waits until it is deleted", m->pt != NULL ? m->pt->path :
+	    zk->path, m->name);
+}
+
 static void
 zk_apply(struct zk *zk, struct zk_msg *m)
 {
@@ -650,7 +674,10 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_PARENT:		ev.type = EV_PARENT_CREATED; break;
 	case ZK_CREATE:		ev.type = EV_CREATED; break;
 	case ZK_LIST:		ev.type = EV_CHILDREN; break;
-	case ZK_PRED_SET:	ev.type = EV_PRED_SET; break;
+	case ZK_PRED_SET:
+		ev.type = EV_PRED_SET;
+		zk_check_persistent(zk, m);
+		break;
 	case ZK_PRED_WATCH:	ev.type = EV_PRED_CHANGED; break;
 	case ZK_OWNER:		ev.type = EV_OWNER; break;
 	case ZK_CLAIM:		ev.type = EV_CLAIMED; break;
@@ -676,7 +703,8 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	}
 	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
-	    ev.rc != ZSESSIONEXPIRED && ev.rc != ZOPERATIONTIMEOUT)
+	    ev.rc != ZSESSIONEXPIRED && ev.rc != ZOPERATIONTIMEOUT &&
+	    (ev.rc != ZNOAUTH || !zk_session_election(zk->agent)->no_access))
 		log_warnx("zookeeper: %s%s%s: %s", zk_kind_names[m->kind],
 		    m->name != NULL ? " " : "", m->name != NULL ? m->name : "",
 		    zerror(ev.rc));
@@ -808,6 +836,11 @@ zk_zoo_log_cb(const char *message)
 	/* "date time:pid(tid):ZOO_ERROR@function@line: text" */
 	if ((p = strstr(message, "ZOO_ERROR@")) == NULL &&
 	    (p = strstr(message, "ZOO_WARN@")) == NULL)
+		return;
+	/* The pause after every server failed says nothing of why: keep the
+	 * failure itself (say "Connection reset by peer" from a TLS tunnel
+	 * whose handshake failed). */
+	if (strstr(p, "Delaying connection after exhaustively") != NULL)
 		return;
 	if ((p = strstr(p, ": ")) != NULL)
 		zk_set_client_error(p + 2);
@@ -1361,7 +1394,12 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 			    zk_string_cb, NULL);
 			*p = '/';
 		}
-		log_info("election: creating the election path %s", path);
+		if (pt->e->no_chroot)	/* said once already */
+			log_debug("election: creating the election path %s",
+			    path);
+		else
+			log_info("election: creating the election path %s",
+			    path);
 		req = zk_req_new(zk, pt, ZK_PARENT, NULL);
 		rc = zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
 		    zk_string_cb, req);
@@ -1536,6 +1574,7 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 	const struct election *e = pt->e;
 	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
 	const char *reason = "";
+	char bartext[256];
 	uint64_t now = clock_now_ms();
 	int i;
 
@@ -1556,10 +1595,18 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
 		    " reason=%s%s", before->epoch, clock_now_us(), reason, in);
 
+	if (e->strangers > 0 && (before->strangers != e->strangers ||
+	    strcmp(before->stranger, e->stranger) != 0))
+		log_warnx("election: ignoring %d child%s of %s that %s not "
+		    "a candidate node (%s%s)", e->strangers,
+		    e->strangers == 1 ? "" : "ren", pt->path,
+		    e->strangers == 1 ? "is" : "are", e->stranger,
+		    e->strangers == 1 ? "" : ", ...");
 	if (before->last.bar != e->last.bar) {
 		if (e->last.bar != BAR_NONE)
 			log_warnx("election: not leading: %s",
-			    election_bar_name(e->last.bar));
+			    election_bar_text(&e->last, bartext,
+			    sizeof(bartext)));
 		else
 			log_info("election: may lead again (%s no more)",
 			    election_bar_name(before->last.bar));

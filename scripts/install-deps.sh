@@ -40,6 +40,9 @@ test=(
 	clang libclang-rt-14-dev                   # libFuzzer
 	etcd-server etcd-client wrk nginx-light    # benchmark references
 	podman runc debootstrap podman-compose     # container image, compose demo
+	stunnel4 openssl                           # ZooKeeper over TLS (test_tls.py)
+	prometheus                                 # the Grafana dashboard's queries (test_dashboard.py)
+	debhelper lintian                          # the Debian package (test_package.py)
 )
 
 $SUDO apt-get update -qq

@@ -55,6 +55,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -147,6 +148,7 @@ class Chaos:
         self.checker = None
         self.observer = None
         self.pool = []
+        self.never_restart = {"a%d" % (i + 1) for i in range(args.never_restart)}
         self.lease = {}                 # agent id -> 2/3 T (s)
         self.counts = collections.Counter()
         self.faults = []
@@ -268,6 +270,10 @@ class Chaos:
                     picked.append((kind, None))
                     break
                 free = [g.id for g in self.pool if g.id not in used_agents]
+                if kind in ("kill9_restart", "sigterm_restart"):
+                    # --never-restart: these live the whole run, so that
+                    # their memory and descriptors can be watched.
+                    free = [x for x in free if x not in self.never_restart]
                 if not free:
                     continue
                 # Favour the leader: most interesting faults hit it.
@@ -711,7 +717,8 @@ class Chaos:
             self.ens.dir if self.ens else (self.zk.dir if self.zk else None)))
 
     def cleanup(self):
-        for step in (lambda: self.recorder and self.recorder.stop(),
+        for step in (lambda: getattr(self, "sampler", None) and self.sampler.stop(),
+                     lambda: self.recorder and self.recorder.stop(),
                      lambda: self.checker and self.checker.stop(),
                      lambda: self.aset and self.aset.cleanup(),
                      lambda: [p.close() for ps in self.proxies.values() for p in ps],
@@ -722,6 +729,76 @@ class Chaos:
                 step()
             except BaseException:  # noqa: BLE001 - reach every process
                 pass
+
+
+class ResourceSampler:
+    """Every `every` seconds, each running agent's resident memory and open
+    descriptors from /proc, to tell a leak from noise over a long run. A
+    process restarted by a fault starts a new series; slopes are fitted per
+    process lifetime (least squares) over lifetimes long enough to mean
+    something."""
+
+    def __init__(self, pool, every):
+        self.pool = pool
+        self.every = every
+        self.samples = []           # (t_monotonic, agent id, pid, rss KiB, fds)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(10)
+
+    def sample(self):
+        t = time.monotonic()
+        for g in list(self.pool):
+            proc = g.proc
+            if proc is None or proc.poll() is not None:
+                continue
+            try:
+                with open("/proc/%d/status" % proc.pid) as f:
+                    rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+                fds = len(os.listdir("/proc/%d/fd" % proc.pid))
+            except (OSError, StopIteration, ValueError):
+                continue        # it ended between the check and the read
+            self.samples.append((t, g.id, proc.pid, rss, fds))
+            say("resources: %s pid %d rss %d KiB, %d descriptors" % (g.id, proc.pid, rss, fds))
+
+    def _run(self):
+        self.sample()
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    @staticmethod
+    def _slope(points):
+        n = len(points)
+        mx = sum(x for x, _ in points) / n
+        my = sum(y for _, y in points) / n
+        den = sum((x - mx) ** 2 for x, _ in points)
+        return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+    def figures(self, min_span_s):
+        """[(agent, pid, minutes, n, rss first/last KiB, KiB per hour, fds
+        first/last, descriptors per hour)] for each lifetime of at least
+        min_span_s with three samples or more."""
+        by = {}
+        for t, aid, pid, rss, fds in self.samples:
+            by.setdefault((aid, pid), []).append((t, rss, fds))
+        out = []
+        for (aid, pid), pts in sorted(by.items()):
+            if len(pts) < 3 or pts[-1][0] - pts[0][0] < min_span_s:
+                continue
+            hours = [((t - pts[0][0]) / 3600.0) for t, _, _ in pts]
+            out.append((aid, pid, (pts[-1][0] - pts[0][0]) / 60.0, len(pts),
+                        pts[0][1], pts[-1][1],
+                        self._slope([(h, r) for h, (_, r, _) in zip(hours, pts)]),
+                        pts[0][2], pts[-1][2],
+                        self._slope([(h, d) for h, (_, _, d) in zip(hours, pts)])))
+        return out
 
 
 def summary_lines(c, fig, t_settle, t_empty):
@@ -771,6 +848,15 @@ def summary_lines(c, fig, t_settle, t_empty):
                    "; is_leader answers checked against them: %d" % af.get("answers_checked", 0))
     else:
         out.append("  exact audit: OFF (ZKELECT_AUDIT=off)")
+    rs = getattr(c, "sampler", None)
+    if rs is not None:
+        figs = rs.figures(min_span_s=max(3 * rs.every, 600))
+        out.append("  resources: %d samples every %gs; %d agent lifetimes of 10 min or more"
+                   % (len(rs.samples), rs.every, len(figs)))
+        for (aid, pid, mins, n, r0, r1, rslope, f0, f1, fslope) in figs:
+            out.append("    %s pid %d, %.0f min, %d samples: rss %d -> %d KiB (%+.1f KiB/h), "
+                       "descriptors %d -> %d (%+.2f /h)" % (aid, pid, mins, n, r0, r1, rslope,
+                                                         f0, f1, fslope))
     return out
 
 
@@ -790,7 +876,16 @@ def main():
                     help="with --ensemble: after each round, with probability P, stage the "
                     "lease's worst case (SIGSTOP the leader's ZooKeeper follower right after "
                     "its renewal); its own RNG, so the seed's faults stay the same (0)")
+    ap.add_argument("--sample-every", type=float, default=60.0, metavar="S",
+                    help="sample each agent's RSS and open descriptors every S seconds (60)")
+    ap.add_argument("--never-restart", type=int, default=0, metavar="N",
+                    help="the first N agents get every fault but kill -9 and SIGTERM, so "
+                    "they live the whole run (for --sample-every's slopes) (0)")
     args = ap.parse_args()
+    if not 0 <= args.never_restart < args.agents:
+        ap.error("--never-restart must be at least 0 and below --agents")
+    if args.sample_every <= 0:
+        ap.error("--sample-every must be positive")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10 ** 6)
     if args.agents < 2:
@@ -808,7 +903,8 @@ def main():
 
     repro = "/usr/bin/python3 tests/chaos/chaos.py --minutes %g --seed %d --agents %d%s%s" % (
         args.minutes, args.seed, args.agents, " --ensemble" if args.ensemble else "",
-        " --worst-case %g" % args.worst_case if args.worst_case else "")
+        " --worst-case %g" % args.worst_case if args.worst_case else "") + (
+        " --never-restart %d" % args.never_restart if args.never_restart else "")
     say("zkelect chaos: seed %d (reproduce: %s); agent binary %s%s"
         % (args.seed, repro, os.environ["ZKELECTD"],
            "; ZKELECT_TEST_LEGACY_LEASE=1: THE OLD LEASE"
@@ -820,6 +916,7 @@ def main():
             c.start()
         except (AssertionError, RuntimeError, OSError) as e:
             raise HarnessError("setup failed: %s" % e) from None
+        c.sampler = ResourceSampler(c.pool, args.sample_every).start()
         rounds = 0
         fatal = None
         try:
@@ -834,6 +931,7 @@ def main():
             t_settle = float("nan")
         c.recorder.stop()
         c.checker.stop()
+        c.sampler.stop()
         fig = c.verify(rounds or len({f.round for f in c.faults}))
         if fatal:
             c.problems.insert(0, fatal)

@@ -245,3 +245,35 @@ def container_pid(p, name):
 def container_exit(p, name):
     out = p.run("inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", name).stdout.split()
     return out[0], int(out[1])
+
+
+DEB_BUILD_IMAGE = "localhost/zkelect-debbuild:latest"
+
+
+def zkelect_deb(p):
+    """Build the Debian package from this tree once per session, in a Debian
+    12 container (dpkg-buildpackage -b -us -uc, then lintian --pedantic);
+    returns (directory holding zkelect_*.deb and lintian.txt, version,
+    seconds). The tree is copied inside the container without .git and
+    build directories, so the host's tree is left as it was."""
+    if "deb" not in _built:
+        t0 = time.monotonic()
+        p.build(DEB_BUILD_IMAGE, os.path.join(TOP, "tests/integration/standins/deb-build.Dockerfile"),
+                context=os.path.join(TOP, "tests/integration/standins"))
+        out = tempfile.mkdtemp(prefix="deb-", dir=p.cache)
+        atexit.register(shutil.rmtree, out, True)
+        script = (
+            "set -e; mkdir /tmp/b /tmp/b/src; cd /src; "
+            "tar -c --exclude='./build*' --exclude=./.git --exclude='./obj-*' . "
+            "| tar -C /tmp/b/src -x; cd /tmp/b/src; "
+            "dpkg-buildpackage -b -us -uc >/out/build.log 2>&1 "
+            "|| { tail -40 /out/build.log; exit 1; }; "
+            "lintian --pedantic -I ../*.changes >/out/lintian.txt 2>&1 || true; "
+            "cp ../zkelect_*.deb /out/; rm -f /out/zkelect-dbgsym_*.deb")
+        p.run("run", "--rm", "--network", "none", "-v", TOP + ":/src:ro", "-v", out + ":/out",
+              DEB_BUILD_IMAGE, "sh", "-c", script, timeout=1200)
+        debs = [f for f in os.listdir(out) if f.startswith("zkelect_") and f.endswith(".deb")]
+        assert len(debs) == 1, os.listdir(out)
+        version = debs[0].split("_")[1]
+        _built["deb"] = (out, version, time.monotonic() - t0)
+    return _built["deb"]

@@ -37,7 +37,8 @@ def test_install_layout(destdir):
     for suffix in ("/bin/zkelectd", "/bin/zkelectctl", "/etc/zkelect/zkelect.yaml",
                    "/man8/zkelectd.8", "/man1/zkelectctl.1", "/man5/zkelect.yaml.5",
                    "/lib/systemd/system/zkelectd.service",
-                   "/lib/systemd/system/zkelectd@.service", "/lib/sysusers.d/zkelect.conf"):
+                   "/lib/systemd/system/zkelectd@.service", "/lib/sysusers.d/zkelect.conf",
+                   "/share/bash-completion/completions/zkelectctl"):
         installed(destdir, suffix)
     conf = installed(destdir, "/etc/zkelect/zkelect.yaml")
     r = subprocess.run([installed(destdir, "/bin/zkelectd"), "-c", conf, "--check-config"],

@@ -230,8 +230,19 @@ def test_rolling_restart_keeps_the_term(ens, pair):
             ens.wait_quorum(60, expect=2, what="quorum without zk%d" % srv.myid)
             srv.start()
             ens.wait_quorum(90, expect=3, what="zk%d back" % srv.myid)
-            poll(lambda: leads_with(a, e0), 30,
-                 what="a leading, connected, same epoch after restarting zk%d" % srv.myid)
+            try:
+                poll(lambda: leads_with(a, e0), 30,
+                     what="a leading, connected, same epoch after restarting zk%d" % srv.myid)
+            except AssertionError as e:
+                # Say how the ride went: the lease when each disconnect
+                # began, and what a's log said since the first restart.
+                lost, back = ride_figures(a, offset)
+                tail = a.log_text(limit=10 ** 8)[offset:].splitlines()
+                keep = [ln for ln in tail if "debug:" not in ln][-40:]
+                raise AssertionError("%s; steps %s; lease left when each disconnect began %s; "
+                                     "(disconnected ms, lease left ms) when back %s; a's log "
+                                     "since the first restart (no debug):\n%s"
+                                     % (e, steps, lost, back, "\n".join(keep))) from None
             steps.append("zk%d%s %.1fs" % (srv.myid, " (zk leader)" if srv is leader else "",
                                            time.monotonic() - t0))
     finally:

@@ -307,7 +307,7 @@ check_bound(void)
 	 * connection that hung and T/60 before trying again; a node of a
 	 * dead session lives up to T plus a tick after its last touch; a
 	 * request that failed retries after at most BACKOFF_MAX_MS; a fresh
-	 * connection earns a lease once a call of its own was answered T/5
+	 * connection earns a lease once a call of its own was answered R
 	 * before, and a term starts with T/3 of lease (under T of renewals).
 	 * Rounded up with a tick and some slack.
 	 */

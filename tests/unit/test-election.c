@@ -431,8 +431,9 @@ join_follower(struct election *e)
  * Next in line: ME(1,05) behind F03 only, on a new session. It renews like
  * a leader, so that a takeover needs no round trip of its own: the first
  * renewal (sent T0 + 8) earns the session's own lease (opened T0 - 10:
- * until T0 + 8 + 2T/3), the next one T/5 after its answer (T0 + 1210) earns
- * T0 + 8 + 5T/6, its q being the first renewal.
+ * until T0 + 8 + 2T/3), the next one T/10 after it was sent (T0 + 608)
+ * earns T0 + 608 + 2T/3 (its q, the first renewal, would allow T0 + 8 +
+ * 5T/6).
  */
 static void
 join_next(struct election *e)
@@ -446,15 +447,15 @@ join_next(struct election *e)
 		{ PRED_SET(F03, ZOK, T0 + 8), "" },
 		{ TICK(T0 + 8), "renew:" ME(1, 05) },
 		{ RENEWED(SID, "f", E1, E1, T0 + 10), "", PH(PHASE_WATCHING) },
-		{ TICK(T0 + 1207), "" },
-		{ TICK(T0 + 1208), "renew:" ME(1, 05) },
-		{ RENEWED(SID, "f", E1, E1, T0 + 1212), "", R(ELECTION_FOLLOWER) },
+		{ TICK(T0 + 607), "" },
+		{ TICK(T0 + 608), "renew:" ME(1, 05) },
+		{ RENEWED(SID, "f", E1, E1, T0 + 612), "", R(ELECTION_FOLLOWER) },
 	};
 
 	new_election(e, true);
 	RUN(e, s);
-	ck_assert_uint_eq(e->lease_deadline, T0 + 8 + 5000);
-	ck_assert_uint_eq(election_next_tick(e), T0 + 1208 + 1200);
+	ck_assert_uint_eq(e->lease_deadline, T0 + 608 + 4000);
+	ck_assert_uint_eq(election_next_tick(e), T0 + 608 + 600);
 }
 
 /* ------------------------------------------------------------------ */
@@ -599,14 +600,15 @@ START_TEST(test_next_in_line_renews)
 	join_follower(&e);
 	RUN(&e, s);
 	/* The first renewal earns no lease: no request of this connection was
-	 * answered T/5 before it (and the session is not a new one). The next
-	 * one goes out T/5 after it was sent, and earns q + 5T/6 from it. */
+	 * answered R before it (and the session is not a new one). The next
+	 * one goes out T/10 after it was sent, and earns min(q + 5T/6,
+	 * s + 2T/3) from it: the 2T/3 cap binds. */
 	ck_assert_uint_eq(e.lease_deadline, 0);
-	ck_assert_uint_eq(election_next_tick(&e), T0 + 100 + 1200);
-	feed(&e, (struct election_event)TICK(T0 + 1360));
+	ck_assert_uint_eq(election_next_tick(&e), T0 + 100 + 600);
+	feed(&e, (struct election_event)TICK(T0 + 760));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
-	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 1365));
-	ck_assert_uint_eq(e.lease_deadline, T0 + 100 + 5000);
+	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 765));
+	ck_assert_uint_eq(e.lease_deadline, T0 + 760 + 4000);
 	ck_assert_int_eq(election_role_at(&e, T0 + 1200), ELECTION_FOLLOWER);
 }
 END_TEST
@@ -683,14 +685,14 @@ START_TEST(test_lease_with_steady_renewals)
 		feed(&e, (struct election_event)TICK(s));
 		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
 		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, s + 7));
-		/* The next one T/5 after this one was sent. */
-		ck_assert_uint_eq(e.next_renew, s + 1200);
+		/* The next one T/10 after this one was sent. */
+		ck_assert_uint_eq(e.next_renew, s + 600);
 		if (prev != 0) {
 			/* q = the previous renewal, answered more than R
-			 * before this one was sent: prev + 5T/6 = s + 19T/30. */
-			ck_assert_uint_eq(s, prev + 1200);
-			ck_assert_uint_eq(e.lease_deadline, prev + 5000);
-			ck_assert_uint_eq(e.lease_deadline, s + 3800);
+			 * before this one was sent: prev + 5T/6 = s + 22T/30,
+			 * so the cap s + 2T/3 binds. */
+			ck_assert_uint_eq(s, prev + 600);
+			ck_assert_uint_eq(e.lease_deadline, s + 4000);
 		}
 		prev = s;
 	}
@@ -902,7 +904,7 @@ START_TEST(test_takeover_named)
 	RUN(&e, s);
 	ck_assert_uint_eq(e.epoch, (uint64_t)E2);
 	/* The lease is the one the renewals while next in line earned. */
-	ck_assert_uint_eq(e.lease_deadline, T0 + 1008 + LEASE);
+	ck_assert_uint_eq(e.lease_deadline, T0 + 608 + LEASE);
 	election_report(&e, &r);
 	ck_assert_str_eq(r.leader_id, MY_ID);
 	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E2);
@@ -919,11 +921,11 @@ START_TEST(test_takeover_named_waits_for_a_lease)
 		{ CLAIM_DATA(MY_ID, E2, E2, T0 + 103), "", R(ELECTION_FOLLOWER),
 		  PH(PHASE_TAKEOVER) },
 		{ TICK(T0 + 103), "renew:" ME(1, 05) },
-		/* Nothing of ours was answered T/5 before it. */
+		/* Nothing of ours was answered R before it. */
 		{ RENEWED(SID, MY_ID, E2, E2, T0 + 105), "", R(ELECTION_FOLLOWER) },
-		{ TICK(T0 + 1302), "" },
-		{ TICK(T0 + 1303), "renew:" ME(1, 05) },
-		{ RENEWED(SID, MY_ID, E2, E2, T0 + 1307),
+		{ TICK(T0 + 702), "" },
+		{ TICK(T0 + 703), "renew:" ME(1, 05) },
+		{ RENEWED(SID, MY_ID, E2, E2, T0 + 707),
 		  "notify:follower>leader watch_children", R(ELECTION_LEADER),
 		  PH(PHASE_LEADING) },
 	};
@@ -1080,13 +1082,13 @@ START_TEST(test_rule1_ride_through)
 	ck_assert_uint_eq(e.rides_lost, 0);
 	/* The confirming renewal had no earlier answer on the new connection:
 	 * it earns only what the session's creation (T0 - 10) allows; the
-	 * next one, T/5 after its answer, earns the full lease from it. */
+	 * next one, T/10 after its answer, earns the full lease from it. */
 	ck_assert_uint_eq(e.lease_deadline, T0 - 10 + 5000);
-	ck_assert_uint_eq(election_next_tick(&e), back + 1200);
-	feed(&e, (struct election_event)TICK(back + 1204));
+	ck_assert_uint_eq(election_next_tick(&e), back + 600);
+	feed(&e, (struct election_event)TICK(back + 604));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
-	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, back + 1207));
-	ck_assert_uint_eq(e.lease_deadline, back + 5000);
+	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, back + 607));
+	ck_assert_uint_eq(e.lease_deadline, back + 604 + 4000);
 }
 END_TEST
 
@@ -1615,7 +1617,7 @@ START_TEST(test_lease_shapes)
 		/* tick = T/3: ZooKeeper's 2 s tick under a 6 s session */
 		{ 6000, 2000, true, 2000, 1200, 3000, 1200, 900, 1700 },
 		/* tick = T/12: the old 2T/3 cap binds */
-		{ 6000, 500, true, 500, 300, 4000, 1200, 1000, 1700 },
+		{ 6000, 500, true, 500, 300, 4000, 600, 1000, 1100 },
 		{ 6000, 3000, true, 3000, 1800, 2000, 1000, 500, 1500 },
 		/* tick above T/2: the servers' limits were changed */
 		{ 6000, 3001, false, 3001, 1800, 0, 0, 0, 500 },
@@ -1633,6 +1635,10 @@ START_TEST(test_lease_shapes)
 		ck_assert_uint_eq(ls.renew, rows[i].renew);
 		ck_assert_uint_eq(ls.kick, rows[i].kick);
 		ck_assert_uint_eq(ls.start, rows[i].start);
+		/* a slow ZooKeeper: no term starts past kick/2, and once
+		 * barred, none until round trips are back under kick/4 */
+		ck_assert_uint_eq(ls.slow, rows[i].kick / 2);
+		ck_assert_uint_eq(ls.fast, rows[i].kick / 4);
 	}
 }
 END_TEST
@@ -1785,6 +1791,126 @@ START_TEST(test_epoch_backwards_refused)
 	election_report(&e, &r);
 	ck_assert_int_eq(r.bar, BAR_EPOCH_BACKWARDS);
 	ck_assert_uint_ne(e.retry_at, 0);
+}
+END_TEST
+
+/*
+ * A slow ZooKeeper (doc/design.md, "A slow ZooKeeper"): with kick = 1000
+ * ms, round trips of 600 ms (two in a row at or over kick/2) bar a term,
+ * even with the lease to start one; three renewals in a row under kick/4
+ * lift the bar, and the agent leads under the claim it made meanwhile.
+ */
+START_TEST(test_slow_round_trips_start_no_term)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_report r;
+	char buf[256];
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "read_claim create", PH(PHASE_CREATING) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 3, T0 + 1), "" },
+		{ CREATED(ME(1, 03), SID, T0 + 5), "list", PH(PHASE_LISTING) },
+		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " read_claim",
+		  PH(PHASE_TAKEOVER), KIDS(ME(1, 03), E04) },
+		/* the read took 600 ms, the claim 600 more */
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 2, T0 + 608),
+		  "claim:" ME(1, 03), PH(PHASE_CLAIMING) },
+		{ CLAIMED(E1, T0 + 1208), "", R(ELECTION_UNKNOWN),
+		  PH(PHASE_CLAIMING) },
+	};
+	uint64_t t;
+	int i;
+
+	new_election(&e, true);
+	RUN(&e, s);
+	ck_assert_uint_eq(e.shape.kick, 1000);
+	ck_assert_uint_ge(e.lease_deadline, T0 + 1208 + e.shape.start);
+	election_report(&e, &r);
+	ck_assert_int_eq(r.bar, BAR_SLOW_ZOOKEEPER);
+	ck_assert_uint_eq(r.slow_rtt_ms, 600);
+	ck_assert_str_eq(election_bar_text(&r, buf, sizeof(buf)),
+	    "round trips to ZooKeeper (600 ms of a 6000 ms session timeout) "
+	    "leave too little lease to start a term");
+	/* Quick round trips: not under kick/4 (250 ms) yet, then three. */
+	t = T0 + 1300;
+	for (i = 0; i < 4; i++) {
+		while (e.next_renew > t || e.renew_inflight)
+			t += 50;
+		feed(&e, (struct election_event)TICK(t));
+		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+		t += i == 0 ? 300 : 20;
+		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1, t));
+		if (i < 3) {
+			ck_assert_int_eq(e.role, ELECTION_UNKNOWN);
+			ck_assert_int_eq(e.last.bar, BAR_SLOW_ZOOKEEPER);
+		}
+	}
+	ck_assert_str_eq(rendered, "notify:unknown>leader watch_children");
+	ck_assert_uint_eq(e.epoch, (uint64_t)E1);
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+}
+END_TEST
+
+/*
+ * NOAUTH on the election path (rule 14): a leader whose renewal is refused
+ * stops at once and says why until a request succeeds again.
+ */
+START_TEST(test_noauth_ends_the_term)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+
+	join_leader(&e);
+	feed(&e, (struct election_event)TICK(LEAD_AT + 1200));
+	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+	feed(&e, (struct election_event)RENEW_FAILED(ZNOAUTH, 2,
+	    LEAD_AT + 1210));
+	ck_assert_str_eq(rendered, "notify:leader>unknown/wait");
+	ck_assert_int_eq(e.last.bar, BAR_NO_ACCESS);
+	ck_assert_uint_ne(e.retry_at, 0);
+	feed(&e, (struct election_event)NOTIFIED(LEAD_AT + 1220));
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	feed(&e, (struct election_event)LIST_FAILED(ZNOAUTH, e.now + 5));
+	ck_assert_int_eq(e.last.bar, BAR_NO_ACCESS);
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	{
+		static char k1[] = ME(1, 03), k2[] = "junk";
+		char *kids[] = { k1, k2 };
+		struct election_event ev = CHILDREN(e.now + 5);
+
+		ev.names = kids;
+		ev.count = 2;
+		feed(&e, ev);
+	}
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+	ck_assert_int_eq(e.strangers, 1);
+	ck_assert_str_eq(e.stranger, "junk");
+	ck_assert_int_eq(e.candidates, 1);
+	ck_assert_int_eq(e.phase, PHASE_TAKEOVER);
+}
+END_TEST
+
+/* The chroot is missing: the path's creation finds no parent (rule 14). */
+START_TEST(test_missing_chroot_is_a_reason)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+
+	new_election(&e, true);
+	feed(&e, (struct election_event)CONNECTED_NEW(T0));
+	feed(&e, (struct election_event)CREATE_FAILED(ZNONODE, T0 + 5));
+	ck_assert_str_eq(rendered, "create_parent");
+	feed(&e, (struct election_event)PARENT_CREATED(ZNONODE, T0 + 8));
+	ck_assert_int_eq(e.last.bar, BAR_NO_CHROOT);
+	ck_assert_int_eq(e.role, ELECTION_UNKNOWN);
+	ck_assert_uint_ne(e.retry_at, 0);
+	feed(&e, (struct election_event)TICK(e.retry_at));
+	ck_assert_str_eq(rendered, "list");
+	feed(&e, (struct election_event)LIST_FAILED(ZNONODE, e.now + 5));
+	ck_assert_str_eq(rendered, "create_parent");
+	ck_assert_int_eq(e.last.bar, BAR_NO_CHROOT);
+	feed(&e, (struct election_event)PARENT_CREATED(ZOK, e.now + 5));
+	ck_assert_int_eq(e.last.bar, BAR_NONE);
+	ck_assert_str_eq(rendered, "read_claim create");
 }
 END_TEST
 
@@ -2638,6 +2764,9 @@ election_suite(void)
 	tcase_add_test(tc, test_short_timeout_refuses_to_lead);
 	tcase_add_test(tc, test_observer_earns_nothing_and_is_left);
 	tcase_add_test(tc, test_epoch_backwards_refused);
+	tcase_add_test(tc, test_slow_round_trips_start_no_term);
+	tcase_add_test(tc, test_noauth_ends_the_term);
+	tcase_add_test(tc, test_missing_chroot_is_a_reason);
 	tcase_add_test(tc, test_claim_read_credits_the_read_answered);
 	tcase_add_test(tc, test_new_session_reads_claim_once);
 	tcase_add_test(tc, test_let_go_with_path_gone_does_not_loop);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +97,64 @@ START_TEST(test_stalled_stderr_drops_and_counts)
 }
 END_TEST
 
+/*
+ * Under systemd, stderr is journald's stream (JOURNAL_STREAM names it) and
+ * each line starts with its priority, "<4>" for a warning, which journald
+ * keeps as PRIORITY=; anywhere else lines are as they were.
+ */
+static size_t
+read_all(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+	size_t got = 0;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	return got;
+}
+
+START_TEST(test_journal_priority_prefixes)
+{
+	char buf[8192], env[64];
+	struct stat st;
+	int fds[2];
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+	close(fds[1]);
+	ck_assert_int_eq(fstat(STDERR_FILENO, &st), 0);
+	snprintf(env, sizeof(env), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	ck_assert_int_eq(setenv("JOURNAL_STREAM", env, 1), 0);
+
+	log_init(LOG_DEBUG, LOG_TEXT);
+	log_debug("d");
+	log_info("i");
+	log_warnx("w");
+	log_error("e");
+	log_output("hook", 42, "h");
+	log_init(LOG_INFO, LOG_JSON);
+	log_warnx("jw");
+	read_all(fds[0], buf, sizeof(buf));
+	ck_assert_msg(strncmp(buf, "<7>", 3) == 0, "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "\n<6>"));
+	ck_assert_ptr_nonnull(strstr(buf, " zkelectd warn: w\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n<4>"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n<3>"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n<4>{\"ts\":"));
+
+	/* Another stream (the journal's is not stderr): no prefix. */
+	ck_assert_int_eq(setenv("JOURNAL_STREAM", "1:1", 1), 0);
+	log_init(LOG_INFO, LOG_TEXT);
+	log_warnx("plain");
+	read_all(fds[0], buf, sizeof(buf));
+	ck_assert_msg(strncmp(buf, "20", 2) == 0, "%s", buf);
+	close(fds[0]);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -105,6 +164,7 @@ main(void)
 	int failed;
 
 	tcase_add_test(tc, test_stalled_stderr_drops_and_counts);
+	tcase_add_test(tc, test_journal_priority_prefixes);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
