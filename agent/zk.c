@@ -108,6 +108,11 @@ struct zk_msg {
 struct zk {
 	struct agent	*agent;
 	zhandle_t	*zh;
+	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
+	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
+	bool		 exiting;
+	uint64_t	 exit_by;	/* then leaves the loop anyway */
+	int		 exit_linger_ms;
 	char		*path;		/* election path */
 	char		*prefix;	/* path + "/_c_" */
 	struct ACL_vector acl;
@@ -289,6 +294,61 @@ zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 }
 
 /* A message answering REQ. */
+/* Frees a request (any thread); a stop waits until none is left. */
+static void
+zk_req_free(struct zk_req *req)
+{
+	__atomic_sub_fetch(&req->zk->reqs_live, 1, __ATOMIC_ACQ_REL);
+	free(req);
+}
+
+/*
+ * How long a stop waits for the requests still out before it closes the
+ * handle: closing with one out races the C client's completion thread,
+ * which can then drop it (and our request with it) without a callback.
+ */
+#define ZK_EXIT_DRAIN_MS	1000
+
+/* Leaves the loop (after LINGER_MS) once no request is out, or at the
+ * drain's bound. */
+static void
+zk_exit_check(struct zk *zk)
+{
+	struct timeval tv = { 0, 20 * 1000 };
+
+	if (!zk->exiting)
+		return;
+	if (__atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) > 0 &&
+	    zk->zh != NULL && zoo_state(zk->zh) == ZOO_CONNECTED_STATE &&
+	    clock_now_ms() < zk->exit_by) {
+		evtimer_add(zk->ev_exit, &tv);
+		return;
+	}
+	if (zk->exit_linger_ms > 0) {
+		tv.tv_sec = zk->exit_linger_ms / 1000;
+		tv.tv_usec = (zk->exit_linger_ms % 1000) * 1000;
+		event_base_loopexit(zk->agent->base, &tv);
+	} else
+		event_base_loopexit(zk->agent->base, NULL);
+}
+
+static void
+zk_exit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	zk_exit_check(arg);
+}
+
+static void
+zk_exit(struct zk *zk, int linger_ms)
+{
+	if (zk->exiting)
+		return;
+	zk->exiting = true;
+	zk->exit_linger_ms = linger_ms;
+	zk->exit_by = clock_now_ms() + ZK_EXIT_DRAIN_MS;
+	zk_exit_check(zk);
+}
+
 static struct zk_msg *
 zk_msg_req(const struct zk_req *req, int rc)
 {
@@ -328,7 +388,7 @@ zk_multi_cb(int rc, const void *data)
 			m->rc = req->results[m->failed_op].err;
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 /* One of the calls sharing a request is done: the last one reports. */
@@ -349,7 +409,7 @@ zk_req_done(struct zk_req *req)
 	m->data = req->data;
 	m->datalen = req->datalen;
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 static void
@@ -406,7 +466,7 @@ zk_void_cb(int rc, const void *data)
 	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
 
 	zk_enqueue(req->zk, zk_msg_req(req, rc));
-	free(req);
+	zk_req_free(req);
 }
 
 /* A sync before a listing: only its failure matters, the listing says it. */
@@ -424,7 +484,7 @@ zk_string_cb(int rc, const char *value, const void *data)
 	if (req == NULL)
 		return;
 	zk_enqueue(req->zk, zk_msg_req(req, rc));
-	free(req);
+	zk_req_free(req);
 }
 
 static void
@@ -441,7 +501,7 @@ zk_string_stat_cb(int rc, const char *value, const struct Stat *stat,
 		m->czxid = stat->czxid;
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 static void
@@ -456,7 +516,7 @@ zk_stat_cb(int rc, const struct Stat *stat, const void *data)
 		m->czxid = stat->czxid;
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 static void
@@ -479,7 +539,7 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 		}
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 static void
@@ -498,7 +558,7 @@ zk_strings_cb(int rc, const struct String_vector *strings, const void *data)
 				m->names[m->count++] = strdup(strings->data[i]);
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 /* --- The loop side. --- */
@@ -756,6 +816,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 		zk_apply(zk, m);
 		zk_msg_free(m);
 	}
+	zk_exit_check(zk);
 }
 
 static void
@@ -939,6 +1000,7 @@ zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 	if (req == NULL)
 		abort();
 	req->zk = zk;
+	__atomic_add_fetch(&zk->reqs_live, 1, __ATOMIC_ACQ_REL);
 	req->pt = pt;
 	req->kind = kind;
 	req->gen = pt != NULL ? pt->e->gen : zk->member_gen;
@@ -972,7 +1034,7 @@ zk_refused(struct zk *zk, struct zk_req *req, int rc)
 
 	m->name = strdup(req->name);
 	zk_enqueue(zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 /*
@@ -1526,12 +1588,7 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 		 * successor's read of the election node (a server serves reads
 		 * behind the writes it is logging), so it waits a moment.
 		 */
-		if (e->release_succ) {
-			struct timeval linger = { 0,
-			    ELECTION_RELEASE_LINGER_MS * 1000 };
-			event_base_loopexit(agent->base, &linger);
-		} else
-			event_base_loopexit(agent->base, NULL);
+		zk_exit(zk, e->release_succ ? ELECTION_RELEASE_LINGER_MS : 0);
 		return;
 	}
 	if (rc != ZOK && req != NULL)
@@ -1876,7 +1933,7 @@ zk_member_create(struct zk *zk)
 	if (zoo_acreate2(zk->zh, path, id, (int)strlen(id), zk->aclp,
 	    ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req) != ZOK) {
 		zk->member_creating = false;
-		free(req);
+		zk_req_free(req);
 	}
 }
 
@@ -1893,7 +1950,7 @@ zk_members_list(struct zk *zk)
 	req = zk_req_new(zk, NULL, ZK_MEMBER_LIST, NULL);
 	if (zoo_awget_children(zk->zh, zk->members_path, zk_node_watcher,
 	    ZK_WATCH_CTX(ZK_MEMBER_WATCH), zk_strings_cb, req) != ZOK)
-		free(req);
+		zk_req_free(req);
 }
 
 static void
@@ -1911,7 +1968,7 @@ zk_member_data_cb(int rc, const char *value, int value_len,
 			m->owner = stat->ephemeralOwner;
 	}
 	zk_enqueue(req->zk, m);
-	free(req);
+	zk_req_free(req);
 }
 
 static struct zk_member *
@@ -2026,7 +2083,7 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 			    zk->members_path, nm[j].name);
 			if (zoo_aget(zk->zh, req->paths[0], 0, zk_member_data_cb,
 			    req) != ZOK) {
-				free(req);
+				zk_req_free(req);
 				continue;
 			}
 			zk->member_reads++;
@@ -2111,7 +2168,7 @@ zk_srenew_send(struct zk *zk)
 	rc = zoo_async(zk->zh, zk->members_path, zk_renew_sync_cb, req);
 	if (rc != ZOK) {
 		zk->srenew_inflight = false;
-		free(req);
+		zk_req_free(req);
 		return;
 	}
 	rc = zoo_aexists(zk->zh, req->paths[0], 0, zk_renew_exists_cb, req);
@@ -2251,11 +2308,7 @@ zk_parts_check_stop(struct zk *zk)
 		if (agent->parts[i].e->release_succ)
 			linger = true;
 	}
-	if (linger) {
-		struct timeval tv = { 0, ELECTION_RELEASE_LINGER_MS * 1000 };
-		event_base_loopexit(agent->base, &tv);
-	} else
-		event_base_loopexit(agent->base, NULL);
+	zk_exit(zk, linger ? ELECTION_RELEASE_LINGER_MS : 0);
 }
 
 /*
@@ -2283,7 +2336,7 @@ zk_parts_stop(struct zk *zk)
 		log_info("partitions: leaving: deleting member %s", path);
 		req = zk_req_new(zk, NULL, ZK_MEMBER_DELETE, NULL);
 		if (zoo_adelete(zk->zh, path, -1, zk_void_cb, req) != ZOK)
-			free(req);
+			zk_req_free(req);
 	}
 	for (i = 0; i < agent->nparts; i++)
 		if (agent->parts[i].assigned)
@@ -2368,6 +2421,7 @@ zk_open(struct agent *agent)
 	zoo_set_debug_level(log_get_level() == LOG_DEBUG ? ZOO_LOG_LEVEL_INFO :
 	    ZOO_LOG_LEVEL_ERROR);
 	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
+	zk->ev_exit = evtimer_new(agent->base, zk_exit_cb, zk);
 	if (conf->npartitions > 0) {
 		zk_parts_open(zk);
 		zk->ev_srenew = evtimer_new(agent->base, zk_srenew_cb, zk);
@@ -2399,6 +2453,8 @@ zk_close(struct zk *zk)
 	event_free(zk->ev_tick);
 	event_free(zk->ev_reopen);
 	event_free(zk->ev_nag);
+	if (zk->ev_exit != NULL)
+		event_free(zk->ev_exit);
 	pthread_mutex_destroy(&zk->lock);
 	free(zk->addrs);
 	free(zk->path);

@@ -145,3 +145,140 @@ client_json_get(const char *json, const char *key, char *buf, size_t len)
 	buf[n] = '\0';
 	return 0;
 }
+
+/* Past the white space at p. */
+static const char *
+json_space(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* Past one JSON value at p (after white space); NULL if it is cut short. */
+static const char *
+json_skip(const char *p)
+{
+	int depth = 0;
+
+	p = json_space(p);
+	do {
+		switch (*p) {
+		case '\0':
+			return NULL;
+		case '"':
+			for (p++; *p != '"'; p++) {
+				if (*p == '\0')
+					return NULL;
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+			}
+			p++;
+			break;
+		case '{': case '[':
+			depth++;
+			p++;
+			break;
+		case '}': case ']':
+			if (--depth < 0)
+				return NULL;
+			p++;
+			break;
+		default:
+			if (depth == 0) {
+				while (*p != '\0' && *p != ',' && *p != '}' &&
+				    *p != ']' && *p != ' ' && *p != '\n')
+					p++;
+				return p;
+			}
+			p++;
+		}
+	} while (depth > 0);
+	return p;
+}
+
+/* The value of key among the members of the object at json (not nested
+ * deeper): its start, and its end in *end; NULL if there is none. */
+static const char *
+json_member(const char *json, const char *key, const char **end)
+{
+	const char *p = json_space(json), *k, *v;
+	size_t klen = strlen(key), n;
+
+	if (*p != '{')
+		return NULL;
+	p = json_space(p + 1);
+	while (*p == '"') {
+		k = p + 1;
+		if ((p = json_skip(p)) == NULL)
+			return NULL;
+		n = (size_t)(p - k) - 1;	/* the key's length */
+		p = json_space(p);
+		if (*p != ':')
+			return NULL;
+		v = json_space(p + 1);
+		if ((p = json_skip(v)) == NULL)
+			return NULL;
+		if (n == klen && strncmp(k, key, klen) == 0) {
+			*end = p;
+			return v;
+		}
+		p = json_space(p);
+		if (*p != ',')
+			return NULL;
+		p = json_space(p + 1);
+	}
+	return NULL;
+}
+
+int
+client_json_member(const char *json, const char *key, char *buf, size_t len)
+{
+	const char *v, *end;
+	size_t n;
+
+	if ((v = json_member(json, key, &end)) == NULL)
+		return -1;
+	if (*v == '"') {	/* the string without its quotes */
+		v++;
+		end--;
+	}
+	n = (size_t)(end - v);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+const char *
+client_json_items(const char *json, const char *key)
+{
+	const char *p, *end;
+
+	if ((p = json_member(json, key, &end)) == NULL || *p != '[')
+		return NULL;
+	return json_space(p + 1);
+}
+
+char *
+client_json_next(const char **cursor)
+{
+	const char *p = *cursor, *start;
+	char *out;
+
+	if (p == NULL || *p == ']' || *p == '\0')
+		return NULL;
+	start = p;
+	if ((p = json_skip(p)) == NULL)
+		return NULL;
+	if ((out = malloc((size_t)(p - start) + 1)) == NULL)
+		return NULL;
+	memcpy(out, start, (size_t)(p - start));
+	out[p - start] = '\0';
+	p = json_space(p);
+	if (*p == ',')
+		p = json_space(p + 1);
+	*cursor = p;
+	return out;
+}

@@ -25,4 +25,20 @@ void client_response_free(struct client_response *resp);
  */
 int client_json_get(const char *json, const char *key, char *buf, size_t len);
 
+/*
+ * The same for a member of the object json itself, never of an object
+ * nested in it: "epoch" is the entry's own, not its leader's.
+ */
+int client_json_member(const char *json, const char *key, char *buf,
+    size_t len);
+
+/*
+ * The elements of the array that is the member "key" of the object json:
+ * client_json_items() gives a cursor on the first (NULL if there is no
+ * such array), client_json_next() each element in turn as a new string
+ * (free it), NULL after the last.
+ */
+const char *client_json_items(const char *json, const char *key);
+char *client_json_next(const char **cursor);
+
 #endif

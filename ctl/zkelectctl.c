@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * zkelectctl: the app's and the operator's side of the local API.
- *   zkelectctl status [--json]
- *   zkelectctl is-leader [--quiet]
- *   zkelectctl wait --leader|--follower|--change [--timeout 30s]
+ *   zkelectctl status [-p NAME] [--json]
+ *   zkelectctl is-leader [-p NAME] [--quiet]
+ *   zkelectctl wait [-p NAME] --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
- *   zkelectctl run -- CMD [ARGS...]
+ *   zkelectctl run [-p NAME] -- CMD [ARGS...]
+ *   zkelectctl partitions [--json]
  *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
  * Exit status: 0 success (for wait: the condition holds), 1 usage error
  * (is-leader: not leading), 2 the agent could not be reached or answered
@@ -35,6 +36,7 @@
 #define DEFAULT_SOCKET	"/run/zkelect/zkelect.sock"
 
 static const char *socket_path = DEFAULT_SOCKET;
+static const char *partition;	/* -p NAME: that partition, not the election */
 
 static void
 usage(FILE *f)
@@ -43,21 +45,26 @@ usage(FILE *f)
 	    "usage: zkelectctl [--socket PATH] COMMAND [OPTIONS]\n"
 	    "\n"
 	    "Commands that ask this instance's agent (over its socket):\n"
-	    "  status [--json]             show this instance's role, epoch and leader\n"
-	    "  is-leader [-q|--quiet]      check once, without waiting: exit 0 if this\n"
+	    "  status [-p NAME] [--json]   show this instance's role, epoch and leader\n"
+	    "  is-leader [-p NAME] [-q|--quiet]\n"
+	    "                              check once, without waiting: exit 0 if this\n"
 	    "                              instance leads now, 1 if not, 2 if the agent\n"
 	    "                              cannot be asked; prints the role unless -q\n"
-	    "  wait --leader|--follower|--change [--timeout DURATION]\n"
+	    "  wait [-p NAME] --leader|--follower|--change [--timeout DURATION]\n"
 	    "                              block until this instance leads, follows,\n"
 	    "                              or its status changes; --timeout 0 checks\n"
 	    "                              once and does not wait\n"
 	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
-	    "  run [-q|--quiet] -- CMD [ARGS...]\n"
+	    "  run [-p NAME] [-q|--quiet] -- CMD [ARGS...]\n"
 	    "                              run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
 	    "                              then SIGKILL) before the lease can lapse;\n"
 	    "                              says once that it waits to lead, and\n"
 	    "                              for whom, unless -q\n"
+	    "  partitions [--json]         every partition: its owner, epoch, this\n"
+	    "                              instance's role and lease; then the balance\n"
+	    "  -p, --partition NAME        (status, is-leader, wait, run) ask about\n"
+	    "                              partition NAME instead of the election\n"
 	    "\n"
 	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
 	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
@@ -113,6 +120,267 @@ print_seconds(const char *ms)
 	printf(sec < 10 ? "%.1f s" : "%.0f s", sec);
 }
 
+/* --- partitions --- */
+
+/* "/v1/partitions/NAME" and suffix, the name percent-encoded. */
+static void
+partition_target(char *buf, size_t len, const char *suffix)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *c;
+	size_t n;
+
+	n = (size_t)snprintf(buf, len, "/v1/partitions/");
+	for (c = (const unsigned char *)partition; *c != '\0' && n + 4 < len;
+	    c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("-._~", *c) != NULL)
+			buf[n++] = (char)*c;
+		else {
+			buf[n++] = '%';
+			buf[n++] = hex[*c >> 4];
+			buf[n++] = hex[*c & 15];
+		}
+	}
+	buf[n] = '\0';
+	snprintf(buf + n, len - n, "%s", suffix);
+}
+
+/*
+ * Says why the agent refused a partition request (an unknown name, an
+ * agent without partitions, anything else) and gives zkelectctl's status.
+ */
+static int
+partition_refused(const char *what, struct client_response *resp)
+{
+	char err[300] = "";
+
+	if (client_json_member(resp->body, "error", err, sizeof(err)) == -1)
+		snprintf(err, sizeof(err), "%s", resp->body);
+	err[strcspn(err, "\n")] = '\0';
+	if (resp->code == 404 && strcmp(err, "no partitions configured") == 0)
+		fprintf(stderr, "zkelectctl: %s: the agent at %s has no "
+		    "partitions (it answered: %s)\n", what, socket_path, err);
+	else if (resp->code == 404 && partition != NULL)
+		fprintf(stderr, "zkelectctl: %s: the agent at %s has no partition "
+		    "'%s' (it answered 404: %s); zkelectctl partitions lists "
+		    "them\n", what, socket_path, partition, err);
+	else
+		fprintf(stderr, "zkelectctl: %s: the agent at %s answered %d: %s\n",
+		    what, socket_path, resp->code, err);
+	return EXIT_AGENT;
+}
+
+/* The entry named `partition` in a /v1/partitions list (free it), or NULL. */
+static char *
+partition_entry(const char *list)
+{
+	const char *cur = client_json_items(list, "partitions");
+	char *e, name[512];
+
+	while ((e = client_json_next(&cur)) != NULL) {
+		if (client_json_member(e, "name", name, sizeof(name)) == 0 &&
+		    strcmp(name, partition) == 0)
+			return e;
+		free(e);
+	}
+	return NULL;
+}
+
+/*
+ * One look at partition `partition`: with wait_ms 0 its own entry
+ * (/v1/partitions/NAME), else a long poll of the list past index. Returns
+ * the entry (free it) and the list's index in index (unchanged by a look
+ * at the entry alone), or NULL: *err is the errno of a failed request, or
+ * 0 when the agent answered but not with that partition (said here).
+ */
+static char *
+partition_look(const char *what, uint64_t wait_ms, int timeout_ms,
+    char *index, size_t ilen, int *err)
+{
+	struct client_response resp;
+	char target[1024], *e;
+
+	if (wait_ms == 0)
+		partition_target(target, sizeof(target), "");
+	else
+		snprintf(target, sizeof(target), "/v1/partitions?wait=%" PRIu64
+		    "ms&index=%s", wait_ms, index);
+	if (client_request(socket_path, "GET", target, timeout_ms, &resp) == -1) {
+		*err = errno;
+		return NULL;
+	}
+	*err = 0;
+	if (resp.code != 200) {
+		partition_refused(what, &resp);
+		client_response_free(&resp);
+		return NULL;
+	}
+	if (wait_ms == 0) {
+		e = resp.body;	/* the entry itself */
+		resp.body = NULL;
+		return e;
+	}
+	if (client_json_member(resp.body, "index", index, ilen) == -1 ||
+	    (e = partition_entry(resp.body)) == NULL) {
+		fprintf(stderr, "zkelectctl: %s: the agent at %s lists no "
+		    "partition '%s'\n", what, socket_path, partition);
+		client_response_free(&resp);
+		return NULL;
+	}
+	client_response_free(&resp);
+	return e;
+}
+
+/*
+ * What wait --change compares for a partition: this instance's role and
+ * epoch there, and the owner it names with the owner's epoch.
+ */
+static void
+partition_term(const char *e, char *buf, size_t len)
+{
+	char role[32] = "", epoch[32] = "", leader[600] = "null", lid[300] = "",
+	    lepoch[32] = "";
+
+	client_json_member(e, "role", role, sizeof(role));
+	client_json_member(e, "epoch", epoch, sizeof(epoch));
+	if (client_json_member(e, "leader", leader, sizeof(leader)) == 0 &&
+	    strcmp(leader, "null") != 0) {
+		client_json_member(leader, "id", lid, sizeof(lid));
+		client_json_member(leader, "epoch", lepoch, sizeof(lepoch));
+	}
+	snprintf(buf, len, "%s %s %s %s", role, epoch, lid, lepoch);
+}
+
+/* One line about one partition's entry. */
+static void
+print_partition(const char *e)
+{
+	char name[512] = "?", role[32] = "?", epoch[32] = "null", lease[32] = "0",
+	    leader[600] = "null", lid[300] = "", lepoch[32] = "", assigned[8] = "";
+
+	client_json_member(e, "name", name, sizeof(name));
+	client_json_member(e, "role", role, sizeof(role));
+	client_json_member(e, "epoch", epoch, sizeof(epoch));
+	client_json_member(e, "lease_remaining_ms", lease, sizeof(lease));
+	client_json_member(e, "assigned", assigned, sizeof(assigned));
+	if (client_json_member(e, "leader", leader, sizeof(leader)) == 0 &&
+	    strcmp(leader, "null") != 0) {
+		client_json_member(leader, "id", lid, sizeof(lid));
+		client_json_member(leader, "epoch", lepoch, sizeof(lepoch));
+	}
+	printf("partition %s: %s", name, role);
+	if (strcmp(role, "leader") == 0)
+		printf(" (epoch %s, lease %s ms)", epoch, lease);
+	if (lid[0] != '\0')
+		printf(", leader %s (epoch %s)", lid, lepoch);
+	else
+		printf(", leader none known");
+	printf(", %s\n", strcmp(assigned, "true") == 0 ?
+	    "assigned to this instance" : "not assigned to this instance");
+}
+
+static int
+cmd_partitions(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+	struct client_response resp;
+	const char *cur;
+	char *e, id[300] = "?", members[16] = "0", name[512], role[32],
+	    leader[600], owner[300], epoch[32], lease[32], assigned[8],
+	    is_leader[8];
+	bool json = false;
+	int ch, wname = 9, wowner = 5, n = 0, owned = 0, nassigned = 0, k;
+
+	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
+		if (ch != 'j') {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		json = true;
+	}
+	if (stray_arguments("partitions", argc, argv) == -1)
+		return EXIT_USAGE;
+	if (request("GET", "/v1/partitions", 5000, &resp) == -1)
+		return EXIT_AGENT;
+	if (resp.code != 200) {
+		partition_refused("partitions", &resp);
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
+	if (json) {
+		fputs(resp.body, stdout);
+		client_response_free(&resp);
+		return 0;
+	}
+	if (client_json_items(resp.body, "partitions") == NULL) {
+		fprintf(stderr, "zkelectctl: partitions: unexpected answer: %s",
+		    resp.body);
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
+	client_json_member(resp.body, "id", id, sizeof(id));
+	client_json_member(resp.body, "members", members, sizeof(members));
+	/* Two passes: the widths, then the rows. */
+	for (k = 0; k < 2; k++) {
+		if (k == 1)
+			printf("%-*s  %-*s  %-20s  %-9s  %s\n", wname, "PARTITION",
+			    wowner, "OWNER", "EPOCH", "ROLE", "LEASE");
+		cur = client_json_items(resp.body, "partitions");
+		while ((e = client_json_next(&cur)) != NULL) {
+			strcpy(name, "?");
+			strcpy(role, "?");
+			strcpy(owner, "-");
+			strcpy(epoch, "-");
+			strcpy(lease, "0");
+			assigned[0] = is_leader[0] = '\0';
+			client_json_member(e, "name", name, sizeof(name));
+			client_json_member(e, "role", role, sizeof(role));
+			client_json_member(e, "lease_remaining_ms", lease,
+			    sizeof(lease));
+			client_json_member(e, "assigned", assigned,
+			    sizeof(assigned));
+			client_json_member(e, "is_leader", is_leader,
+			    sizeof(is_leader));
+			if (client_json_member(e, "leader", leader,
+			    sizeof(leader)) == 0 && strcmp(leader, "null") != 0) {
+				client_json_member(leader, "id", owner,
+				    sizeof(owner));
+				client_json_member(leader, "epoch", epoch,
+				    sizeof(epoch));
+			}
+			free(e);
+			if (k == 0) {
+				if ((int)strlen(name) > wname)
+					wname = (int)strlen(name);
+				if ((int)strlen(owner) > wowner)
+					wowner = (int)strlen(owner);
+				n++;
+				owned += strcmp(is_leader, "true") == 0;
+				nassigned += strcmp(assigned, "true") == 0;
+				continue;
+			}
+			printf("%-*s  %-*s  %-20s  %-9s  ", wname, name, wowner,
+			    owner, strcmp(epoch, "null") == 0 ? "-" : epoch, role);
+			if (strcmp(is_leader, "true") == 0)
+				print_seconds(lease);
+			else
+				printf("-");
+			printf("\n");
+		}
+	}
+	k = atoi(members);
+	printf("%s: %s member%s, owns %d of %d partition%s, %d assigned to it",
+	    id, members, k == 1 ? "" : "s", owned, n, n == 1 ? "" : "s",
+	    nassigned);
+	if (k > 0)
+		printf(" (fair share %d to %d)", n / k, (n + k - 1) / k);
+	printf("\n");
+	client_response_free(&resp);
+	return 0;
+}
+
 /*
  * One line: who, the role, what the agent is doing about it, the leader,
  * the count (with its age when it is not kept current), the session:
@@ -126,7 +394,9 @@ print_human(const char *json)
 	char role[32] = "?", epoch[32] = "null", lease[32] = "0", id[300] = "?",
 	    leader[600] = "null", lid[300] = "", cands[16] = "0", state[32] = "?",
 	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
-	    why[300] = "", reason[64] = "", bar[160] = "";
+	    why[300] = "", reason[64] = "", bar[160] = "", parts[300],
+	    pcount[16] = "?", powned[16] = "?", passigned[16] = "?",
+	    pmembers[16] = "?";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -147,6 +417,20 @@ print_human(const char *json)
 		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
+	if (client_json_member(json, "partitions", parts, sizeof(parts)) == 0 &&
+	    parts[0] == '{') {
+		/* Leadership is per partition: say what this agent owns. */
+		client_json_member(parts, "count", pcount, sizeof(pcount));
+		client_json_member(parts, "owned", powned, sizeof(powned));
+		client_json_member(parts, "assigned", passigned,
+		    sizeof(passigned));
+		client_json_member(parts, "members", pmembers, sizeof(pmembers));
+		printf("%s: owns %s of %s partitions (%s assigned to it, %s "
+		    "member%s), session %s; zkelectctl partitions shows each\n",
+		    id, powned, pcount, passigned, pmembers,
+		    strcmp(pmembers, "1") == 0 ? "" : "s", state);
+		return;
+	}
 	printf("%s: %s", id, role);
 	if (strcmp(role, "leader") == 0) {
 		printf(" (epoch %s, lease %s ms)", epoch, lease);
@@ -197,22 +481,37 @@ static int
 cmd_status(int argc, char *argv[])
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+		{ "json", no_argument, NULL, 'j' },
+		{ "partition", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
+	char target[1024];
 	bool json = false;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
+	while ((ch = getopt_long(argc, argv, "jp:", opts, NULL)) != -1) {
+		if (ch == 'p')
+			partition = optarg;
+		else if (ch == 'j')
+			json = true;
+		else {
 			usage(stderr);
 			return EXIT_USAGE;
 		}
-		json = true;
 	}
 	if (stray_arguments("status", argc, argv) == -1)
 		return EXIT_USAGE;
-	if (request("GET", "/v1/status", 5000, &resp) == -1)
+	if (partition != NULL)
+		partition_target(target, sizeof(target), "");
+	else
+		snprintf(target, sizeof(target), "/v1/status");
+	if (request("GET", target, 5000, &resp) == -1)
 		return EXIT_AGENT;
+	if (resp.code != 200 && partition != NULL) {
+		partition_refused("status", &resp);
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
 	if (resp.code != 200) {
 		fprintf(stderr, "zkelectctl: agent answered %d: %s", resp.code, resp.body);
 		client_response_free(&resp);
@@ -220,6 +519,8 @@ cmd_status(int argc, char *argv[])
 	}
 	if (json)
 		fputs(resp.body, stdout);
+	else if (partition != NULL)
+		print_partition(resp.body);
 	else
 		print_human(resp.body);
 	client_response_free(&resp);
@@ -268,15 +569,19 @@ cmd_wait(int argc, char *argv[])
 		{ "follower", no_argument, NULL, 'f' },
 		{ "change", no_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "partition", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
-	char target[128], role[32], index[32];
+	char target[128], role[32], index[32], term[1024], first[1024], *e;
 	uint64_t timeout_ms = 0, deadline = 0, now, first_index = 0, left;
 	bool forever = true, held;
-	int ch, want = 0, polls = 0;
+	int ch, want = 0, polls = 0, err;
 
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:", opts, NULL)) != -1) {
 		switch (ch) {
+		case 'p':
+			partition = optarg;
+			break;
 		case 'l': case 'f': case 'c':
 			if (want != 0) {
 				fprintf(stderr, "zkelectctl: wait: choose one of "
@@ -313,6 +618,30 @@ cmd_wait(int argc, char *argv[])
 		left = forever ? 30000 : deadline > now ? deadline - now : 0;
 		if (left > 30000)
 			left = 30000;
+		if (partition != NULL) {
+			/* The first look, and the last, at the entry itself;
+			 * the rest long poll the list. */
+			e = partition_look("wait", polls == 0 ? 0 : left,
+			    (int)left + 5000, index, sizeof(index), &err);
+			if (e == NULL && err != 0)
+				fprintf(stderr, "zkelectctl: cannot reach the agent "
+				    "at %s: %s\n", socket_path, strerror(err));
+			if (e == NULL)
+				return EXIT_AGENT;
+			if (client_json_member(e, "role", role,
+			    sizeof(role)) == -1)
+				strcpy(role, "?");
+			partition_term(e, term, sizeof(term));
+			free(e);
+			if (polls++ == 0) {
+				snprintf(first, sizeof(first), "%s", term);
+				strcpy(index, "0");	/* the list's own, next */
+			}
+			held = (want == 'l' && strcmp(role, "leader") == 0) ||
+			    (want == 'f' && strcmp(role, "follower") == 0) ||
+			    (want == 'c' && strcmp(term, first) != 0);
+			goto check;
+		}
 		/* The first look, and the last, answer at once. */
 		if (polls == 0 || left == 0)
 			snprintf(target, sizeof(target), "/v1/status");
@@ -332,6 +661,7 @@ cmd_wait(int argc, char *argv[])
 		held = (want == 'l' && strcmp(role, "leader") == 0) ||
 		    (want == 'f' && strcmp(role, "follower") == 0) ||
 		    (want == 'c' && strtoull(index, NULL, 10) != first_index);
+check:
 		if (held) {
 			printf("%s\n", role);
 			return 0;
@@ -357,21 +687,45 @@ static int
 cmd_is_leader(int argc, char *argv[])
 {
 	static const struct option opts[] = {
-		{ "quiet", no_argument, NULL, 'q' }, { NULL, 0, NULL, 0 } };
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "partition", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
-	char role[32], index[32], is_leader[16];
+	char role[32], index[32], is_leader[16], target[1024];
 	bool quiet = false;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
-		if (ch != 'q') {
+	while ((ch = getopt_long(argc, argv, "qp:", opts, NULL)) != -1) {
+		if (ch == 'p')
+			partition = optarg;
+		else if (ch == 'q')
+			quiet = true;
+		else {
 			usage(stderr);
 			return EXIT_USAGE;
 		}
-		quiet = true;
 	}
 	if (stray_arguments("is-leader", argc, argv) == -1)
 		return EXIT_USAGE;
+	if (partition != NULL) {
+		/* 200 while this instance owns it, 503 while not. */
+		partition_target(target, sizeof(target), "/leader");
+		if (request("GET", target, 5000, &resp) == -1)
+			return EXIT_AGENT;
+		if (resp.code != 200 && resp.code != 503) {
+			partition_refused("is-leader", &resp);
+			client_response_free(&resp);
+			return EXIT_AGENT;
+		}
+		if (client_json_member(resp.body, "role", role,
+		    sizeof(role)) == -1)
+			strcpy(role, resp.code == 200 ? "leader" : "not leading");
+		ch = resp.code;
+		client_response_free(&resp);
+		if (!quiet)
+			printf("%s\n", role);
+		return ch == 200 ? 0 : EXIT_NOT_LEADER;
+	}
 	if (request("GET", "/v1/status", 5000, &resp) == -1)
 		return EXIT_AGENT;
 	if (status_fields("is-leader", &resp, role, sizeof(role), index,
@@ -464,7 +818,52 @@ struct run_view {
 	char	 leader[300];		/* the leader's id, "" when none is known */
 	uint64_t deadline;		/* lease end, when role is leader */
 	uint64_t took;			/* ms from sending to the whole answer */
+	bool	 refused;		/* -p: the agent has no such partition */
 };
+
+/* run_ask for partition `partition`: its entry as run_ask reads status. */
+static void
+run_ask_partition(struct run_view *v, int wait_ms, int timeout_ms)
+{
+	char lease[32], leader[600], lepoch[32], *e;
+	uint64_t sent = now_ms();
+	int err;
+
+	v->ok = false;
+	e = partition_look("run", (uint64_t)wait_ms, timeout_ms, v->index,
+	    sizeof(v->index), &err);
+	if (e == NULL) {
+		/* Not answered (err), or answered without the partition
+		 * (said by partition_look): the agent lost it, or never had it. */
+		v->err = err != 0 ? err : EPROTO;
+		v->refused = err == 0;
+		strcpy(v->index, "0");
+		return;
+	}
+	v->took = now_ms() - sent;
+	if (client_json_member(e, "role", v->role, sizeof(v->role)) == 0 &&
+	    client_json_member(e, "epoch", v->epoch, sizeof(v->epoch)) == 0 &&
+	    client_json_member(e, "lease_remaining_ms", lease,
+	    sizeof(lease)) == 0) {
+		strcpy(v->session, "?");	/* the session is not per partition */
+		v->leader[0] = '\0';
+		if (client_json_member(e, "leader", leader,
+		    sizeof(leader)) == 0 && strcmp(leader, "null") != 0 &&
+		    client_json_member(leader, "id", v->leader,
+		    sizeof(v->leader)) == 0 && client_json_member(leader, "epoch",
+		    lepoch, sizeof(lepoch)) == 0)
+			snprintf(v->leader + strlen(v->leader),
+			    sizeof(v->leader) - strlen(v->leader),
+			    " (epoch %s)", lepoch);
+		if (strcmp(v->role, "leader") == 0)
+			v->deadline = sent + strtoull(lease, NULL, 10);
+		v->ok = true;
+	} else {
+		v->err = EPROTO;
+		strcpy(v->index, "0");
+	}
+	free(e);
+}
 
 /* One request: a long poll of up to wait_ms (0: answer now). */
 static void
@@ -474,6 +873,10 @@ run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 	char target[128], lease[32], leader[600], lepoch[32];
 	uint64_t sent = now_ms();
 
+	if (partition != NULL) {
+		run_ask_partition(v, wait_ms, timeout_ms);
+		return;
+	}
 	if (wait_ms > 0)
 		snprintf(target, sizeof(target), "/v1/status?wait=%dms&index=%s",
 		    wait_ms, v->index);
@@ -580,6 +983,8 @@ run_spawn(struct guard *g, char *argv[], const char *epoch)
 
 	setenv("ZKELECT_ROLE", "leader", 1);
 	setenv("ZKELECT_EPOCH", epoch, 1);
+	if (partition != NULL)
+		setenv("ZKELECT_PARTITION", partition, 1);
 	if (guard_spawn(g, argv, NULL, GUARD_SEARCH_PATH) == -1) {
 		perror("zkelectctl: run: cannot start the command's guard");
 		return -1;
@@ -681,9 +1086,29 @@ cmd_run(int argc, char *argv[])
 			argv++;
 			break;
 		}
+		if (strcmp(argv[1], "-p") == 0 ||
+		    strcmp(argv[1], "--partition") == 0) {
+			if (argc < 3) {
+				fprintf(stderr, "zkelectctl: run: %s needs a "
+				    "partition's name\n", argv[1]);
+				usage(stderr);
+				return EXIT_USAGE;
+			}
+			partition = argv[2];
+			argc -= 2;
+			argv += 2;
+			continue;
+		}
+		if (strncmp(argv[1], "--partition=", 12) == 0) {
+			partition = argv[1] + 12;
+			argc--;
+			argv++;
+			continue;
+		}
 		if (strcmp(argv[1], "-q") != 0 && strcmp(argv[1], "--quiet") != 0) {
 			fprintf(stderr, "zkelectctl: run: unknown option '%s' (use: "
-			    "zkelectctl run [-q] -- CMD [ARGS...])\n", argv[1]);
+			    "zkelectctl run [-p NAME] [-q] -- CMD [ARGS...])\n",
+			    argv[1]);
 			usage(stderr);
 			return EXIT_USAGE;
 		}
@@ -693,7 +1118,11 @@ cmd_run(int argc, char *argv[])
 	}
 	if (argc < 2) {
 		fprintf(stderr, "zkelectctl: run: no command (use: zkelectctl run "
-		    "[-q] -- CMD [ARGS...])\n");
+		    "[-p NAME] [-q] -- CMD [ARGS...])\n");
+		return EXIT_USAGE;
+	}
+	if (partition != NULL && partition[0] == '\0') {
+		fprintf(stderr, "zkelectctl: run: empty partition name\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -737,6 +1166,14 @@ cmd_run(int argc, char *argv[])
 		if (run_stop_sig != 0)
 			break;
 
+		if (!v.ok && v.refused) {
+			/* Said by partition_look: the agent has no such
+			 * partition (any more). Not leading it, for good. */
+			if (child > 0)
+				run_halt(cmd, &guard, child, lease_end, "the "
+				    "agent no longer has the partition");
+			return EXIT_AGENT;
+		}
 		if (!v.ok) {
 			if (v.err == ETIMEDOUT && child > 0)
 				snprintf(why, sizeof(why), "the agent at %s did not "
@@ -773,15 +1210,21 @@ cmd_run(int argc, char *argv[])
 
 		leading = strcmp(v.role, "leader") == 0;
 		if (!leading && child <= 0 && !said_wait && !quiet)
-			fprintf(stderr, "zkelectctl: run: waiting to lead before "
-			    "starting %s: this instance is %s, leader %s\n", cmd,
+			fprintf(stderr, "zkelectctl: run: waiting to lead%s%s "
+			    "before starting %s: this instance is %s, leader %s\n",
+			    partition != NULL ? " partition " : "",
+			    partition != NULL ? partition : "", cmd,
 			    v.role, v.leader[0] != '\0' ? v.leader :
 			    "none known yet");
 		said_wait = !leading && child <= 0 ? true : leading ? false :
 		    said_wait;
 		if (child > 0) {
 			why[0] = '\0';
-			if (!leading)
+			if (!leading && partition != NULL)
+				snprintf(why, sizeof(why), "no longer leading "
+				    "partition %s: the agent reports role %s",
+				    partition, v.role);
+			else if (!leading)
 				snprintf(why, sizeof(why), "no longer leading: the "
 				    "agent reports role %s (session %s)", v.role,
 				    v.session);
@@ -811,8 +1254,11 @@ cmd_run(int argc, char *argv[])
 			}
 			snprintf(child_epoch, sizeof(child_epoch), "%s", v.epoch);
 			lease_end = v.deadline;
-			fprintf(stderr, "zkelectctl: run: leading (epoch %s); started "
-			    "%s (pid %d)\n", v.epoch, cmd, (int)child);
+			fprintf(stderr, "zkelectctl: run: leading%s%s (epoch %s); "
+			    "started %s (pid %d)\n",
+			    partition != NULL ? " partition " : "",
+			    partition != NULL ? partition : "", v.epoch, cmd,
+			    (int)child);
 		}
 	}
 	fprintf(stderr, "zkelectctl: run: got SIG%s; ", sigabbrev_np(run_stop_sig));
@@ -891,6 +1337,8 @@ main(int argc, char *argv[])
 		return cmd_run(argc, argv);
 	if (strcmp(cmd, "members") == 0)
 		return members_cmd(argc, argv);
+	if (strcmp(cmd, "partitions") == 0)
+		return cmd_partitions(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

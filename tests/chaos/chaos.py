@@ -267,6 +267,11 @@ class Chaos:
                     picked.append((kind, None))
                     break
                 if kind == "delete_contender":
+                    # Alone: an operator's delete is noticed from the
+                    # owner's watch, which a paused or cut-off owner does
+                    # not get (doc/design.md, "What an operator may do").
+                    if picked or n > 1:
+                        continue
                     picked.append((kind, None))
                     break
                 free = [g.id for g in self.pool if g.id not in used_agents]
@@ -362,8 +367,17 @@ class Chaos:
             except Exception as e:  # noqa: BLE001
                 cs = []
                 say("  (could not list contenders: %r)" % (e,))
+            # Only a node whose owner is connected and running: one that
+            # is still riding out the last round's fault could not hear of
+            # the delete (see pick_round).
+            ok = set()
+            for g in self.pool:
+                st = g.status() if g.running() and not g.paused else None
+                if st is not None and st["session"]["state"] == "connected":
+                    ok.add(g.id)
+            cs = [c for c in cs if c[1] in ok]
             if not cs:
-                f = Fault(kind, "-", 0.0, "no node to delete")
+                f = Fault(kind, "-", 0.0, "no node of a connected agent to delete")
             else:
                 name, data, _st = rng.choice(cs)
                 f = Fault(kind, "node", 0.0, "%s, owner %s%s" % (
@@ -781,10 +795,13 @@ class ResourceSampler:
         den = sum((x - mx) ** 2 for x, _ in points)
         return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
 
+    WARMUP_S = 600.0    # the allocator's arenas and the log queue fill up first
+
     def figures(self, min_span_s):
-        """[(agent, pid, minutes, n, rss first/last KiB, KiB per hour, fds
-        first/last, descriptors per hour)] for each lifetime of at least
-        min_span_s with three samples or more."""
+        """[(agent, pid, minutes, n, rss first/after the warm-up/last KiB,
+        KiB per hour, fds first/last, descriptors per hour)] for each
+        lifetime of at least min_span_s with three samples or more after
+        WARMUP_S; the slopes are fitted after WARMUP_S."""
         by = {}
         for t, aid, pid, rss, fds in self.samples:
             by.setdefault((aid, pid), []).append((t, rss, fds))
@@ -792,12 +809,15 @@ class ResourceSampler:
         for (aid, pid), pts in sorted(by.items()):
             if len(pts) < 3 or pts[-1][0] - pts[0][0] < min_span_s:
                 continue
-            hours = [((t - pts[0][0]) / 3600.0) for t, _, _ in pts]
+            settled = [p for p in pts if p[0] - pts[0][0] >= self.WARMUP_S]
+            if len(settled) < 3:
+                continue
+            hours = [((t - pts[0][0]) / 3600.0) for t, _, _ in settled]
             out.append((aid, pid, (pts[-1][0] - pts[0][0]) / 60.0, len(pts),
-                        pts[0][1], pts[-1][1],
-                        self._slope([(h, r) for h, (_, r, _) in zip(hours, pts)]),
+                        pts[0][1], settled[0][1], pts[-1][1],
+                        self._slope([(h, r) for h, (_, r, _) in zip(hours, settled)]),
                         pts[0][2], pts[-1][2],
-                        self._slope([(h, d) for h, (_, _, d) in zip(hours, pts)])))
+                        self._slope([(h, d) for h, (_, _, d) in zip(hours, settled)])))
         return out
 
 
@@ -850,13 +870,15 @@ def summary_lines(c, fig, t_settle, t_empty):
         out.append("  exact audit: OFF (ZKELECT_AUDIT=off)")
     rs = getattr(c, "sampler", None)
     if rs is not None:
-        figs = rs.figures(min_span_s=max(3 * rs.every, 600))
-        out.append("  resources: %d samples every %gs; %d agent lifetimes of 10 min or more"
-                   % (len(rs.samples), rs.every, len(figs)))
-        for (aid, pid, mins, n, r0, r1, rslope, f0, f1, fslope) in figs:
-            out.append("    %s pid %d, %.0f min, %d samples: rss %d -> %d KiB (%+.1f KiB/h), "
-                       "descriptors %d -> %d (%+.2f /h)" % (aid, pid, mins, n, r0, r1, rslope,
-                                                         f0, f1, fslope))
+        figs = rs.figures(min_span_s=max(3 * rs.every, 2 * ResourceSampler.WARMUP_S))
+        out.append("  resources: %d samples every %gs; %d agent lifetimes of 20 min or more; "
+                   "slopes fitted after the first %.0f min" % (
+                       len(rs.samples), rs.every, len(figs), ResourceSampler.WARMUP_S / 60))
+        for (aid, pid, mins, n, r0, rw, r1, rslope, f0, f1, fslope) in figs:
+            out.append("    %s pid %d, %.0f min, %d samples: rss %d KiB at start, %d after the "
+                       "warm-up, %d at the end (%+.1f KiB/h after the warm-up), descriptors "
+                       "%d -> %d (%+.2f /h)" % (aid, pid, mins, n, r0, rw, r1, rslope, f0, f1,
+                                                fslope))
     return out
 
 

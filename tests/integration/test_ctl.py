@@ -420,7 +420,8 @@ def test_help_names_every_command():
     r = subprocess.run([ZKELECTCTL, "--help"], capture_output=True, text=True)
     assert r.returncode == 0
     for word in ("status", "wait", "is-leader", "resign", "run", "members",
-                 "--timeout 0", "--config", "--json", "ZKELECT_CONFIG"):
+                 "partitions", "--partition NAME", "--timeout 0", "--config", "--json",
+                 "ZKELECT_CONFIG"):
         assert word in r.stdout, word
 
 

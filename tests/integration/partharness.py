@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: MIT
+"""Helpers for partitioned agents (issue 22): their config, the settled
+state (every partition owned once, the owners' shares balanced, each agent
+owning exactly what it is assigned), and a checker that polls every
+agent's `GET /v1/partitions` all along a test and judges the answers.
+
+Used by test_partitions.py, test_partitioned_runner.py and
+tests/bench/partitions.py.
+
+The checker's two judgements, both sound (no alarm against a correct agent):
+
+  * per partition, the answers' order: an answer is written at some
+    instant inside its request's window [t0, t1] (test's monotonic clock);
+    zkharness.check_single_leader then proves two owners at once (B said
+    true between two true answers of A with A's one epoch), an epoch that
+    goes back, and one epoch claimed by two agents;
+  * the lease of an agent that can no longer let go (SIGSTOP, kill -9; the
+    test calls freeze() just before it sends the signal): its last answer
+    before, if true with lease L, holds it until at least t0 + L (written
+    after t0, with L left then). Any other agent's true answer for that
+    partition written surely before that point (its t1 < t0 + L) is two
+    owners at once. The windows are shrunk, never widened: the check can
+    miss an overlap of less than a request's duration, it cannot invent one.
+    It is not applied to an agent that hands over gracefully: such an agent
+    drops its partitions before its lease ends, on purpose (rule 10).
+"""
+
+import json
+import math
+import threading
+import time
+
+from zkharness import SLOW, Sample, check_single_leader, poll, unix_request
+
+
+def partitions_yaml(count=None, names=None):
+    if names is not None:
+        return "partitions:\n  names: [%s]\n" % ", ".join(names)
+    return "partitions:\n  count: %d\n" % count
+
+
+def new_part_agent(agents, agent_id, count=None, names=None, session_timeout="3s",
+                   extra_yaml="", start=True, **kw):
+    return agents.new(agent_id, session_timeout=session_timeout,
+                      extra_yaml=partitions_yaml(count, names) + extra_yaml,
+                      start=start, **kw)
+
+
+def xfail_unless_run_per_partition(agent):
+    """pytest.xfail when the agent refuses notify.run with partitions (the
+    parts branch at e64f8d1 does: "not run per partition yet"), checked
+    with the agent's own --check-config on agent's configuration; once the
+    agent runs it, the test runs in full."""
+    import subprocess
+    import pytest
+    from zkharness import ZKELECTD
+    r = subprocess.run([ZKELECTD, "-c", agent.config, "--check-config"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0 and "not run per partition" in r.stdout + r.stderr:
+        pytest.xfail("the agent refuses notify.run with partitions: %s"
+                     % (r.stdout + r.stderr).strip())
+
+
+def plist(agent, timeout=1.0):
+    """The agent's /v1/partitions document, or None."""
+    try:
+        r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=timeout)
+    except Exception:  # noqa: BLE001 - refused, timed out: no answer
+        return None
+    if r.status != 200:
+        return None
+    return r.json()
+
+
+def owned(doc):
+    return {p["name"] for p in doc["partitions"] if p["is_leader"] is True}
+
+
+def assigned(doc):
+    return {p["name"] for p in doc["partitions"] if p.get("assigned") is True}
+
+
+def fair(n, k):
+    return n // k, -(-n // k)
+
+
+def settled(live, names):
+    """{partition: owner id} when the live agents have settled: each answers,
+    counts len(live) members, owns exactly what it is assigned, the shares
+    are floor/ceil of N/K and every partition has one owner. Else None."""
+    k = len(live)
+    lo, hi = fair(len(names), k)
+    owner = {}
+    for a in live:
+        d = plist(a)
+        if d is None or d.get("members") != k:
+            return None
+        mine = owned(d)
+        if mine != assigned(d) or not lo <= len(mine) <= hi:
+            return None
+        for p in mine:
+            if p in owner:
+                return None
+            owner[p] = a.id
+    if set(owner) != set(names):
+        return None
+    return owner
+
+
+def wait_settled(live, names, timeout=90, what="partitions to settle"):
+    last = {}
+
+    def probe():
+        m = settled(live, names)
+        if m is None:
+            last["state"] = {a.id: _brief(plist(a)) for a in live}
+        return m
+    try:
+        return poll(probe, timeout, interval=0.1, what="%s over %s" % (
+            what, ", ".join(a.id for a in live)))
+    except AssertionError as e:
+        raise AssertionError("%s; last: %s" % (e, json.dumps(last.get("state"))[:3000])) \
+            from None
+
+
+def _brief(d):
+    if d is None:
+        return None
+    return {"members": d.get("members"), "owned": sorted(owned(d)),
+            "assigned": sorted(assigned(d))}
+
+
+def epochs(live):
+    """{partition: epoch} from the owners' answers."""
+    out = {}
+    for a in live:
+        d = plist(a)
+        for p in d["partitions"] if d else []:
+            if p["is_leader"] is True:
+                out[p["name"]] = p["epoch"]
+    return out
+
+
+def claim(observer, path, name):
+    """(owner id, mzxid) of partition name's claim node, read from ZooKeeper."""
+    data, stat = observer.zk.retry(observer.zk.get, "%s/partitions/%s" % (path, name))
+    text = data.decode(errors="replace")
+    return text.split("\n", 1)[0], stat.mzxid
+
+
+def max_moves(n, k_before):
+    """At most ceil(N/(K+1)) partitions move when a K+1-th agent joins."""
+    return math.ceil(n / (k_before + 1))
+
+
+class Answer:
+    __slots__ = ("agent", "t0", "t1", "is_leader", "epoch", "lease_ms")
+
+    def __init__(self, agent, t0, t1, is_leader, epoch, lease_ms):
+        self.agent, self.t0, self.t1 = agent, t0, t1
+        self.is_leader, self.epoch, self.lease_ms = is_leader, epoch, lease_ms
+
+    def __repr__(self):
+        return "<%s [%.3f,%.3f] leader=%s epoch=%s lease=%s>" % (
+            self.agent, self.t0, self.t1, self.is_leader, self.epoch, self.lease_ms)
+
+
+class PartitionChecker:
+    """Polls /v1/partitions of every agent of an AgentSet (one thread per
+    agent, every `interval` s) and keeps, per partition, every answer."""
+
+    def __init__(self, agent_set, interval=0.03, timeout=0.5):
+        self.agent_set = agent_set
+        self.interval = interval
+        self.timeout = timeout
+        self.answers = {}       # partition -> [Answer]
+        self.freezes = []       # (agent id, t): SIGSTOP or kill -9 at t
+        self.polls = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = {}
+        self._watcher = None
+
+    def start(self):
+        self._watcher = threading.Thread(target=self._supervise, daemon=True)
+        self._watcher.start()
+        return self
+
+    def _supervise(self):
+        while not self._stop.is_set():
+            for a in list(self.agent_set.agents):
+                if a.id not in self._threads:
+                    t = threading.Thread(target=self._run, args=(a,), daemon=True)
+                    self._threads[a.id] = t
+                    t.start()
+            self._stop.wait(0.05)
+
+    def _run(self, agent):
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=self.timeout)
+                t1 = time.monotonic()
+                d = r.json() if r.status == 200 else None
+            except Exception:  # noqa: BLE001 - no answer: leads nothing
+                d = None
+            if d is not None:
+                with self._lock:
+                    self.polls += 1
+                    for p in d.get("partitions", []):
+                        self.answers.setdefault(p["name"], []).append(Answer(
+                            agent.id, t0, t1, p.get("is_leader") is True,
+                            p.get("epoch"), p.get("lease_remaining_ms") or 0))
+            self._stop.wait(self.interval)
+
+    def freeze(self, agent):
+        """Say that agent is about to be SIGSTOPped or killed: from now on it
+        cannot let go of anything before its lease ends."""
+        with self._lock:
+            self.freezes.append((agent.id, time.monotonic()))
+
+    def stop(self):
+        self._stop.set()
+        if self._watcher:
+            self._watcher.join(5)
+        for t in self._threads.values():
+            t.join(5)
+        return self
+
+    def snapshot(self):
+        with self._lock:
+            return {p: list(v) for p, v in self.answers.items()}
+
+    def violations(self):
+        problems = []
+        answers = self.snapshot()
+        for name, lst in sorted(answers.items()):
+            true = [Sample(x.agent, x.t0, x.t1, True, True, x.epoch, "leader")
+                    for x in lst if x.is_leader]
+            for v in check_single_leader(true):
+                problems.append("partition %s: %s" % (name, v))
+            for aid, t in self.freezes:
+                before = [x for x in lst if x.agent == aid and x.t1 < t]
+                if not before or not before[-1].is_leader:
+                    continue
+                last = before[-1]
+                until = last.t0 + last.lease_ms / 1000.0 - 0.001
+                for x in lst:
+                    if x.agent != aid and x.is_leader and x.t0 > last.t1 and x.t1 < until:
+                        problems.append(
+                            "partition %s: %r answered true while the lease of %r "
+                            "(frozen at %.3f) still ran until %.3f"
+                            % (name, x, last, t, until))
+                        break
+        return problems[:40]
+
+    def lease_gaps(self):
+        """For each frozen agent's partition taken over: seconds from the end
+        of its last lease to the successor's first true answer (t1)."""
+        gaps = []
+        answers = self.snapshot()
+        for name, lst in answers.items():
+            for aid, t in self.freezes:
+                before = [x for x in lst if x.agent == aid and x.t1 < t]
+                if not before or not before[-1].is_leader:
+                    continue
+                last = before[-1]
+                nxt = [x for x in lst if x.agent != aid and x.is_leader and x.t0 > t]
+                if nxt:
+                    gaps.append(nxt[0].t1 - (last.t0 + last.lease_ms / 1000.0))
+        return gaps
+
+
+def wait_for_answers(checker, timeout=30):
+    """Until the checker has polled at least once more than now."""
+    n = checker.polls
+    poll(lambda: checker.polls > n + 2, timeout * SLOW, what="the checker to poll")
