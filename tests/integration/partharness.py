@@ -46,21 +46,6 @@ def new_part_agent(agents, agent_id, count=None, names=None, session_timeout="3s
                       start=start, **kw)
 
 
-def xfail_unless_run_per_partition(agent):
-    """pytest.xfail when the agent refuses notify.run with partitions (the
-    parts branch at e64f8d1 does: "not run per partition yet"), checked
-    with the agent's own --check-config on agent's configuration; once the
-    agent runs it, the test runs in full."""
-    import subprocess
-    import pytest
-    from zkharness import ZKELECTD
-    r = subprocess.run([ZKELECTD, "-c", agent.config, "--check-config"],
-                       capture_output=True, text=True, timeout=30)
-    if r.returncode != 0 and "not run per partition" in r.stdout + r.stderr:
-        pytest.xfail("the agent refuses notify.run with partitions: %s"
-                     % (r.stdout + r.stderr).strip())
-
-
 def plist(agent, timeout=1.0):
     """The agent's /v1/partitions document, or None."""
     try:

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import poll  # noqa: E402
 from partharness import (PartitionChecker, epochs, new_part_agent,  # noqa: E402
-                         wait_settled, xfail_unless_run_per_partition)
+                         wait_settled)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "examples", "partitioned-runner", "worker.py")
@@ -174,8 +174,6 @@ def hosts():
 @pytest.mark.parametrize("starter", ["notify.run", "zkelectctl run -p"])
 def test_no_stale_write_lands(agents, checker, store, hosts, starter):
     sock, db = store
-    if starter == "notify.run":
-        xfail_unless_run_per_partition(Host(agents, "check", starter, sock, start=False).agent)
     hosts += [Host(agents, "r%d" % i, starter, sock) for i in range(3)]
     live = [h.agent for h in hosts]
     checker.start()

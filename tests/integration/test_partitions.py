@@ -23,8 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import SLOW, poll  # noqa: E402
 from partharness import (PartitionChecker, claim, epochs, max_moves,  # noqa: E402
-                         new_part_agent, plist, wait_settled,
-                         xfail_unless_run_per_partition)
+                         new_part_agent, plist, wait_settled)
 
 ZKELECTCTL = os.environ.get(
     "ZKELECTCTL",
@@ -275,8 +274,6 @@ def test_child_per_partition(agents, election, checker, tmp_path):
         out = str(tmp_path / ("%s.children" % aid))
         extra = "notify:\n  run: [%s, \"{partition}\", %s]\n" % (child, out)
         return new_part_agent(agents, aid, count=6, extra_yaml=extra, start=start), out
-
-    xfail_unless_run_per_partition(agent("check", start=False)[0])
 
     def live_children(path):
         started, stopped = {}, set()

@@ -20,7 +20,7 @@ import threading
 import time
 
 from zkharness import SLOW, poll
-from test_partitions_core import parts_doc, settled
+from test_partitions_core import settled
 
 N = 12   # as test_partitions_core.settled() counts
 
