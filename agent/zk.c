@@ -146,6 +146,7 @@ struct zk {
 	uint64_t	 member_gen;	/* of the listing being read */
 	int		 member_reads;	/* data reads of it in flight */
 	bool		 parts_stopping;
+	bool		 assign_owed;	/* a partition's leader changed */
 	bool		 parts_stopped;	/* EV_STOP sent to every partition */
 	struct event	*ev_parts_stop;
 	/* the session's renewal: one for every partition we lead */
@@ -175,6 +176,7 @@ static void	zk_parts_check_stop(struct zk *);
 static struct part *zk_part_of_path(struct zk *, const char *);
 static void	zk_members_session(struct zk *, const struct election_event *);
 static void	zk_part_changed(struct zk *, struct part *);
+static void	zk_assign_owed(struct zk *);
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
 static void	zk_new_session_owed(struct zk *);
@@ -755,6 +757,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 		zk_apply(zk, m);
 		zk_msg_free(m);
 	}
+	zk_assign_owed(zk);
 }
 
 static void
@@ -778,6 +781,7 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 			zk_feed_part(zk, &zk->agent->parts[i], &ev);
 	}
 	zk_new_session_owed(zk);	/* an auth failure's retry */
+	zk_assign_owed(zk);
 	zk_schedule_tick(zk);
 }
 
@@ -1754,6 +1758,13 @@ static void
 zk_part_changed(struct zk *zk, struct part *pt)
 {
 	bool owned = pt->e->role == ELECTION_LEADER;
+	struct election_report r;
+
+	/* Its leader is an input of the assignment: look again once the
+	 * messages at hand are applied (zk_assign_owed). */
+	election_report(pt->e, &r);
+	if (strcmp(r.has_leader ? r.leader_id : "", pt->leader) != 0)
+		zk->assign_owed = true;
 
 	zk->agent->members.index++;
 	if (owned != pt->owned) {
@@ -1786,22 +1797,29 @@ zk_member_cmp(const void *va, const void *vb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Every member's id is known: who should own what (assign.c). */
+/*
+ * Every member's id is known, or a partition's leader changed: who should
+ * own what (assign.c), from the members and each partition's leader as we
+ * see them.
+ */
 static void
 zk_members_assign(struct zk *zk)
 {
 	struct agent *agent = zk->agent;
+	struct election_report r;
 	struct assign_member *am;
 	const char **names;
-	int *owner, i, k = 0, self = -1, assigned = 0, before, was;
+	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
 	bool changed = false;
 
+	zk->assign_owed = false;
 	if (zk->parts_stopping)
 		return;
 	am = calloc((size_t)zk->nmembers + 1, sizeof(*am));
 	names = calloc((size_t)agent->nparts, sizeof(*names));
 	owner = calloc((size_t)agent->nparts, sizeof(*owner));
-	if (am == NULL || names == NULL || owner == NULL)
+	cur = calloc((size_t)agent->nparts, sizeof(*cur));
+	if (am == NULL || names == NULL || owner == NULL || cur == NULL)
 		abort();
 	for (i = 0; i < zk->nmembers; i++) {
 		if (!zk->members[i].known)
@@ -1812,11 +1830,22 @@ zk_members_assign(struct zk *zk)
 		am[k].seq = zk->members[i].seq;
 		k++;
 	}
-	for (i = 0; i < agent->nparts; i++)
+	for (i = 0; i < agent->nparts; i++) {
 		names[i] = agent->parts[i].name;
+		election_report(agent->parts[i].e, &r);
+		snprintf(agent->parts[i].leader, sizeof(agent->parts[i].leader),
+		    "%s", r.has_leader ? r.leader_id : "");
+		cur[i] = -1;
+		for (j = 0; j < k && r.has_leader; j++) {
+			if (strcmp(am[j].id, r.leader_id) == 0) {
+				cur[i] = j;
+				break;
+			}
+		}
+	}
 	before = agent->members.count;
 	was = agent->members.assigned;
-	if (k > 0 && assign_partitions(am, k, names, agent->nparts,
+	if (k > 0 && assign_partitions(am, k, names, agent->nparts, cur,
 	    owner) == -1)
 		k = 0;
 	for (i = 0; i < agent->nparts; i++) {
@@ -1844,6 +1873,20 @@ zk_members_assign(struct zk *zk)
 	free(am);
 	free(names);
 	free(owner);
+	free(cur);
+}
+
+/* A partition's leader changed: assign again, once the listing is whole. */
+static void
+zk_assign_owed(struct zk *zk)
+{
+	if (!zk->assign_owed || zk->agent->parts == NULL)
+		return;
+	if (zk->member_reads > 0 || zk->member_node[0] == '\0') {
+		zk->assign_owed = false;	/* the listing's end assigns */
+		return;
+	}
+	zk_members_assign(zk);
 }
 
 /* Our member node, created for this session (after its parents). */
