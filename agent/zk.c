@@ -1763,7 +1763,7 @@ zk_part_changed(struct zk *zk, struct part *pt)
 	/* Its leader is an input of the assignment: look again once the
 	 * messages at hand are applied (zk_assign_owed). */
 	election_report(pt->e, &r);
-	if (strcmp(r.has_leader ? r.leader_id : "", pt->leader) != 0)
+	if (r.has_leader && strcmp(r.leader_id, pt->leader) != 0)
 		zk->assign_owed = true;
 
 	zk->agent->members.index++;
@@ -1832,12 +1832,15 @@ zk_members_assign(struct zk *zk)
 	}
 	for (i = 0; i < agent->nparts; i++) {
 		names[i] = agent->parts[i].name;
+		/* The last leader seen: a disconnect, which hides it for a
+		 * while, changes nothing; a leader that is gone is no member. */
 		election_report(agent->parts[i].e, &r);
-		snprintf(agent->parts[i].leader, sizeof(agent->parts[i].leader),
-		    "%s", r.has_leader ? r.leader_id : "");
+		if (r.has_leader)
+			snprintf(agent->parts[i].leader,
+			    sizeof(agent->parts[i].leader), "%s", r.leader_id);
 		cur[i] = -1;
-		for (j = 0; j < k && r.has_leader; j++) {
-			if (strcmp(am[j].id, r.leader_id) == 0) {
+		for (j = 0; j < k; j++) {
+			if (strcmp(am[j].id, agent->parts[i].leader) == 0) {
 				cur[i] = j;
 				break;
 			}
