@@ -1833,7 +1833,7 @@ zk_members_assign(struct zk *zk)
 	for (i = 0; i < agent->nparts; i++) {
 		names[i] = agent->parts[i].name;
 		/* The last leader seen: a disconnect, which hides it for a
-		 * while, changes nothing; a leader that is gone is no member. */
+		 * while, changes nothing; a leader gone is no member. */
 		election_report(agent->parts[i].e, &r);
 		if (r.has_leader)
 			snprintf(agent->parts[i].leader,

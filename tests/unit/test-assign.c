@@ -218,7 +218,8 @@ START_TEST(test_any_leave_moves_its_own)
 	for (x = 0; x < sizeof(ns) / sizeof(ns[0]); x++) {
 		for (k = 2; k <= 12; k++) {
 			for (leaver = 0; leaver < k; leaver++) {
-				world_init(&w, ns[x], k, (unsigned)(k + leaver));
+				world_init(&w, ns[x], k,
+				    (unsigned)(k + leaver));
 				for (i = 0, j = 0; i < k; i++) {
 					map[i] = i == leaver ? -1 : j;
 					if (i != leaver)
@@ -320,10 +321,12 @@ START_TEST(test_in_flight)
 		world_init(&w, round % 2 ? 256 : 24, k, (unsigned)round);
 		for (p = 0; p < w.n; p++) {
 			r = r * 1103515245u + 12345u;
-			if (round % 3 == 0)	/* a join: balanced over k - 1 */
+			/* A join (balanced over k - 1), or anything. */
+			if (round % 3 == 0)
 				cur[p] = -1;
 			else
-				cur[p] = (int)((r >> 16) % (unsigned)(k + 1)) - 1;
+				cur[p] = (int)((r >> 16) %
+				    (unsigned)(k + 1)) - 1;
 		}
 		if (round % 3 == 0 && k > 1)
 			ck_assert_int_eq(assign_partitions(w.m, k - 1, w.names,
