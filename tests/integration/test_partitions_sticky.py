@@ -11,8 +11,12 @@ is killed with kill -9: only its 8 move, after the session timeout, and the
 2 left own 12 each. Partitions that stay keep their epochs. Throughout,
 every agent is polled and no two ever answer is_leader for one partition at
 the same instant.
+
+A fourth agent joining 3 x 8 creates contender nodes only in the partitions
+it ends up owning (at most 6), all handed over by the others.
 """
 
+import re
 import time
 
 import zkharness
@@ -107,4 +111,39 @@ def test_an_older_member_leaving_or_crashing_moves_only_its_own(
     finally:
         watch.stop()
         obs.close()
+    assert watch.violations() == []
+
+
+def queued_for(agent):
+    """The partitions AGENT created a contender node in (its debug log's
+    `election: P:create` lines)."""
+    with open(agent.log_path, "rb") as f:
+        text = f.read().decode(errors="replace")
+    return set(re.findall(r"election: ([A-Za-z0-9._-]+):create ", text))
+
+
+def test_a_newcomer_queues_only_for_what_the_rule_gives_it(agents):
+    """A fourth agent joins 3 x 8: it assigns from the leaders it sees (it
+    watches every partition's claim), so it queues only for the partitions
+    the others hand it (at most ceil(24/4) = 6, by graceful handovers),
+    never behind a leader that keeps its partition."""
+    trio = [agents.new("q%d" % i, extra_yaml=PARTS_YAML) for i in range(3)]
+    owner, epochs = poll(lambda: settled(trio, [8, 8, 8]), 90, interval=0.1,
+                         what="3 agents x 8 partitions")
+    new = agents.new("q3", extra_yaml=PARTS_YAML, start=False)
+    watch = OverlapWatch(trio + [new]).start()
+    try:
+        new.start()
+        four = trio + [new]
+        after, epochs2 = poll(lambda: settled(four, [6, 6, 6, 6]), 30,
+                              interval=0.05, what="4 x 6 after a join")
+        moved = {p for p in owner if owner[p] != after[p]}
+        assert all(after[p] == new.id for p in moved), (moved, after)
+        assert len(moved) <= 6, moved
+        for p in set(owner) - moved:
+            assert epochs2[p] == epochs[p], p
+        queued = queued_for(new)
+        assert queued == moved, (sorted(queued), sorted(moved))
+    finally:
+        watch.stop()
     assert watch.violations() == []
