@@ -176,6 +176,7 @@ static void	zk_parts_check_stop(struct zk *);
 static struct part *zk_part_of_path(struct zk *, const char *);
 static void	zk_members_session(struct zk *, const struct election_event *);
 static void	zk_part_changed(struct zk *, struct part *);
+static const char *zk_part_leader(const struct part *);
 static void	zk_assign_owed(struct zk *);
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
@@ -1657,6 +1658,7 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 	struct election *e = pt->e;
 	struct election_actions out;
 	struct election before;
+	const char *leader;
 	int i;
 
 	memset(&out, 0, sizeof(out));
@@ -1672,6 +1674,11 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 		zk_perform(zk, pt, &out.a[i]);
 	}
 	zk_schedule_tick(zk);
+	/* A partition's leader is an input of the assignment: assign again
+	 * once the messages at hand are applied (zk_assign_owed). */
+	if (pt->name != NULL && (leader = zk_part_leader(pt)) != NULL &&
+	    strcmp(leader, pt->leader) != 0)
+		zk->assign_owed = true;
 	if (e->index != before.index) {
 		if (pt->name != NULL)
 			zk_part_changed(zk, pt);
@@ -1753,18 +1760,30 @@ zk_parts_count(struct zk *zk)
 	}
 }
 
+/*
+ * Who leads the partition, as an input of the assignment: us while we
+ * lead; else whom the last claim read names ("" for nobody), even our own
+ * id (a claim that names us while we do not lead: every other agent reads
+ * the same claim, so we must count it as they do); NULL before any claim
+ * was read.
+ */
+static const char *
+zk_part_leader(const struct part *pt)
+{
+	const struct election *e = pt->e;
+
+	if (e->role == ELECTION_LEADER)
+		return e->id;
+	if (e->claim_seen == 0)
+		return NULL;
+	return e->claim_known ? e->claim_id : "";
+}
+
 /* A partition's report changed: note a gain or loss, wake long polls. */
 static void
 zk_part_changed(struct zk *zk, struct part *pt)
 {
 	bool owned = pt->e->role == ELECTION_LEADER;
-	struct election_report r;
-
-	/* Its leader is an input of the assignment: look again once the
-	 * messages at hand are applied (zk_assign_owed). */
-	election_report(pt->e, &r);
-	if (r.has_leader && strcmp(r.leader_id, pt->leader) != 0)
-		zk->assign_owed = true;
 
 	zk->agent->members.index++;
 	if (owned != pt->owned) {
@@ -1806,7 +1825,7 @@ static void
 zk_members_assign(struct zk *zk)
 {
 	struct agent *agent = zk->agent;
-	struct election_report r;
+	const char *leader;
 	struct assign_member *am;
 	const char **names;
 	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
@@ -1832,12 +1851,10 @@ zk_members_assign(struct zk *zk)
 	}
 	for (i = 0; i < agent->nparts; i++) {
 		names[i] = agent->parts[i].name;
-		/* The last leader seen: a disconnect, which hides it for a
-		 * while, changes nothing; a leader gone is no member. */
-		election_report(agent->parts[i].e, &r);
-		if (r.has_leader)
+		/* The last leader seen (a leader gone is no member). */
+		if ((leader = zk_part_leader(&agent->parts[i])) != NULL)
 			snprintf(agent->parts[i].leader,
-			    sizeof(agent->parts[i].leader), "%s", r.leader_id);
+			    sizeof(agent->parts[i].leader), "%s", leader);
 		cur[i] = -1;
 		for (j = 0; j < k; j++) {
 			if (strcmp(am[j].id, agent->parts[i].leader) == 0) {
