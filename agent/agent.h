@@ -39,6 +39,8 @@ struct part {
 	struct election	 own;
 	bool		 assigned;	/* ours per the last member listing */
 	bool		 owned;		/* leading, as last counted */
+	char		 leader[ELECTION_ID_MAX]; /* the last leader seen
+					 * ("": none yet) */
 };
 
 /* The members of a partitioned agent, as the last listing said. */

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Rendezvous (highest random weight) hashing with a bound on load
- * (doc/design.md, "Partitions"). Member m scores partition p with
- * mix(fnv1a64(m.id "\0" p)). Alone, the highest score gives each member
- * N/K partitions on average only; to hold every member to floor(N/K) or
- * ceil(N/K) and still move little, the answer is built by adding the
- * members one at a time in the order they joined (their member nodes'
- * sequence numbers): the first owns everything, and each next member takes,
- * from its highest score down, the partitions of members that hold more
- * than their new share, until every member holds its share. A member that
- * joins (it has the highest sequence) adds one step, so only the partitions
- * it takes move, ceil(N/(K+1)) at most; the newest member leaving undoes
- * one, so only its own partitions move. An older member leaving changes the
- * steps after it, and some other partitions move too (measured in
- * tests/unit/test-assign.c and the design).
+ * A sticky assignment with a bound on load (doc/design.md, "Partitions").
+ * Member m scores partition p with mix(fnv1a64(m.id "\0" p)). Quotas
+ * depend on the member list alone: with K members in join order (member
+ * node sequence, then id), q = N/K and r = N mod K, the r oldest may own
+ * q + 1 and the others q. Each member keeps the partitions it owns now (the
+ * current leaders every agent sees), its highest scored first, up to its
+ * quota; every other partition (no owner, an owner that is not a member, or
+ * over its owner's quota) goes to a member with room, highest score first.
+ *
+ * So: each member ends with exactly its quota; an answer fed back as the
+ * current owners gives itself; a join (the newest node, quota q') takes
+ * only what the others hold over their new quotas, at most ceil(N/(K+1));
+ * any member leaving frees only its own partitions, and the others' quotas
+ * do not shrink. Tested in tests/unit/test-assign.c.
  */
 
 #include <stdlib.h>
@@ -24,6 +24,12 @@
 struct ranked {
 	uint64_t	 score;
 	int		 p;
+};
+
+struct pair {
+	uint64_t	 score;
+	int		 p;
+	int		 m;		/* the member's rank in join order */
 };
 
 /* FNV-1a, 64 bits. */
@@ -81,53 +87,33 @@ member_cmp(const void *va, const void *vb)
 	return strcmp(a->id, b->id);
 }
 
-/*
- * Adds member X (the J+1th) to an answer for the J before it: X takes, from
- * its highest score down, partitions of members over their new share. With
- * K = J + 1, q = N/K and r = N mod K, a member is over with more than q + 1,
- * or with q + 1 while more than r members hold q + 1 or more (HI).
- */
-static void
-assign_add(int x, int k, int n, const struct ranked *mine, int *owner,
-    int *load)
+/* Orders pairs by score, highest first, then partition, then member. */
+static int
+pair_cmp(const void *va, const void *vb)
 {
-	int q = n / k, r = n % k, hi = 0, big = 0, i, m, o, p;
+	const struct pair *a = va, *b = vb;
 
-	for (m = 0; m < k; m++) {
-		if (load[m] >= q + 1)
-			hi++;
-		if (load[m] > q + 1)
-			big++;
-	}
-	for (i = 0; i < n && (big > 0 || hi > r); i++) {
-		p = mine[i].p;
-		o = owner[p];
-		if (o == x)
-			continue;
-		if (!(load[o] > q + 1 || (load[o] == q + 1 && hi > r)))
-			continue;
-		if (!(load[x] < q || (load[x] == q && hi < r)))
-			break;
-		if (load[o] == q + 2)
-			big--;
-		if (load[o] == q + 1)
-			hi--;
-		load[o]--;
-		owner[p] = x;
-		load[x]++;
-		if (load[x] == q + 1)
-			hi++;
-	}
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	if (a->p != b->p)
+		return a->p < b->p ? -1 : 1;
+	return a->m < b->m ? -1 : a->m > b->m;
 }
 
-/* Gives each partition to a member, floor(N/K) or ceil(N/K) each. */
+/*
+ * Gives each partition to a member: the quota of the member J-th in join
+ * order is N/K + 1 for J < N mod K, else N/K. Each member keeps, of the
+ * partitions CUR says it owns, its highest scored up to its quota; the
+ * rest go, highest score first, to members with room.
+ */
 int
 assign_partitions(const struct assign_member *members, int k,
-    const char *const *names, int n, int *owner)
+    const char *const *names, int n, const int *cur, int *owner)
 {
 	const struct assign_member **order;
 	struct ranked *mine;
-	int *load, *got, j, p;
+	struct pair *pairs;
+	int *room, *rank, j, p, i, np, o;
 
 	if (k <= 0)
 		return -1;
@@ -135,36 +121,72 @@ assign_partitions(const struct assign_member *members, int k,
 		return 0;
 	mine = calloc((size_t)n, sizeof(*mine));
 	order = calloc((size_t)k, sizeof(*order));
-	load = calloc((size_t)k, sizeof(*load));
-	got = calloc((size_t)n, sizeof(*got));
-	if (mine == NULL || order == NULL || load == NULL || got == NULL) {
+	room = calloc((size_t)k, sizeof(*room));
+	rank = calloc((size_t)k, sizeof(*rank));
+	pairs = calloc((size_t)n * (size_t)k, sizeof(*pairs));
+	if (mine == NULL || order == NULL || room == NULL || rank == NULL ||
+	    pairs == NULL) {
 		free(mine);
 		free(order);
-		free(load);
-		free(got);
+		free(room);
+		free(rank);
+		free(pairs);
 		return -1;
 	}
 	for (j = 0; j < k; j++)
 		order[j] = &members[j];
 	qsort(order, (size_t)k, sizeof(*order), member_cmp);
-
-	/* got[] and load[] count in join order; owner[] names members. */
-	load[0] = n;
-	for (j = 1; j < k; j++) {
-		for (p = 0; p < n; p++) {
-			mine[p].score = assign_score(order[j]->id,
-			    names[p]);
-			mine[p].p = p;
-		}
-		qsort(mine, (size_t)n, sizeof(*mine), ranked_cmp);
-		assign_add(j, j + 1, n, mine, got, load);
+	for (j = 0; j < k; j++) {
+		i = (int)(order[j] - members);
+		rank[i] = j;
+		room[i] = n / k + (j < n % k ? 1 : 0);
 	}
+
+	/* Each member keeps its highest scored current partitions. */
 	for (p = 0; p < n; p++)
-		owner[p] = (int)(order[got[p]] - members);
+		owner[p] = -1;
+	for (i = 0; i < k && cur != NULL; i++) {
+		np = 0;
+		for (p = 0; p < n; p++) {
+			if (cur[p] != i)
+				continue;
+			mine[np].score = assign_score(members[i].id, names[p]);
+			mine[np++].p = p;
+		}
+		qsort(mine, (size_t)np, sizeof(*mine), ranked_cmp);
+		for (j = 0; j < np && room[i] > 0; j++) {
+			owner[mine[j].p] = i;
+			room[i]--;
+		}
+	}
+
+	/* The rest, to members with room, highest score first. */
+	np = 0;
+	for (p = 0; p < n; p++) {
+		if (owner[p] != -1)
+			continue;
+		for (i = 0; i < k; i++) {
+			if (room[i] == 0)
+				continue;
+			pairs[np].score = assign_score(members[i].id, names[p]);
+			pairs[np].p = p;
+			pairs[np++].m = rank[i];
+		}
+	}
+	qsort(pairs, (size_t)np, sizeof(*pairs), pair_cmp);
+	for (j = 0; j < np; j++) {
+		p = pairs[j].p;
+		o = (int)(order[pairs[j].m] - members);
+		if (owner[p] != -1 || room[o] == 0)
+			continue;
+		owner[p] = o;
+		room[o]--;
+	}
 	free(mine);
 	free(order);
-	free(load);
-	free(got);
+	free(room);
+	free(rank);
+	free(pairs);
 	return 0;
 }
 

@@ -4,9 +4,9 @@
 
 /*
  * Which live member should own which partition (doc/design.md,
- * "Partitions"). A pure function of the member list and the partition
- * names: every agent that lists the same members computes the same answer,
- * so no agent coordinates the others. Nothing here calls ZooKeeper,
+ * "Partitions"). A pure function of the member list, the partition names
+ * and the current owners: every agent that sees the same computes the same
+ * answer, so no agent coordinates the others. Nothing here calls ZooKeeper,
  * libevent or the clock.
  */
 
@@ -25,11 +25,13 @@ uint64_t assign_score(const char *id, const char *name);
 
 /*
  * Gives each of the N partitions NAMES to one of the K MEMBERS: owner[p] is
- * an index into MEMBERS. Each member gets floor(N/K) or ceil(N/K) of them.
- * Returns 0, or -1 (owner untouched) when K is 0 or out of memory.
+ * an index into MEMBERS. CUR (or NULL: none) is the current owner of each
+ * partition, an index into MEMBERS or -1. Each member gets floor(N/K) or
+ * ceil(N/K) of them, and keeps what it owns up to that. Returns 0, or -1
+ * (owner untouched) when K is 0 or out of memory.
  */
 int assign_partitions(const struct assign_member *members, int k,
-    const char *const *names, int n, int *owner);
+    const char *const *names, int n, const int *cur, int *owner);
 
 /* How many partitions change owner between two answers, by member id. */
 int assign_moved(const struct assign_member *a, const int *owner_a,

@@ -31,7 +31,7 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "# TYPE zkelect_partitions gauge\nzkelect_partitions %d\n"
 	    "# HELP zkelect_partitions_owned Partitions this agent leads.\n"
 	    "# TYPE zkelect_partitions_owned gauge\nzkelect_partitions_owned %d\n"
-	    "# HELP zkelect_partitions_assigned Partitions the member listing gives this agent.\n"
+	    "# HELP zkelect_partitions_assigned Partitions the assignment gives this agent.\n"
 	    "# TYPE zkelect_partitions_assigned gauge\nzkelect_partitions_assigned %d\n"
 	    "# HELP zkelect_partition_ownership_changes_total Partitions gained or lost.\n"
 	    "# TYPE zkelect_partition_ownership_changes_total counter\n"

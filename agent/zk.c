@@ -152,6 +152,7 @@ struct zk {
 	uint64_t	 member_gen;	/* of the listing being read */
 	int		 member_reads;	/* data reads of it in flight */
 	bool		 parts_stopping;
+	bool		 assign_owed;	/* a partition's leader changed */
 	bool		 parts_stopped;	/* EV_STOP sent to every partition */
 	struct event	*ev_parts_stop;
 	/* the session's renewal: one for every partition we lead */
@@ -181,6 +182,8 @@ static void	zk_parts_check_stop(struct zk *);
 static struct part *zk_part_of_path(struct zk *, const char *);
 static void	zk_members_session(struct zk *, const struct election_event *);
 static void	zk_part_changed(struct zk *, struct part *);
+static const char *zk_part_leader(const struct part *);
+static void	zk_assign_owed(struct zk *);
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
 static void	zk_new_session_owed(struct zk *);
@@ -816,6 +819,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 		zk_apply(zk, m);
 		zk_msg_free(m);
 	}
+	zk_assign_owed(zk);
 	zk_exit_check(zk);
 }
 
@@ -840,6 +844,7 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 			zk_feed_part(zk, &zk->agent->parts[i], &ev);
 	}
 	zk_new_session_owed(zk);	/* an auth failure's retry */
+	zk_assign_owed(zk);
 	zk_schedule_tick(zk);
 }
 
@@ -1711,6 +1716,7 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 	struct election *e = pt->e;
 	struct election_actions out;
 	struct election before;
+	const char *leader;
 	int i;
 
 	memset(&out, 0, sizeof(out));
@@ -1726,6 +1732,11 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 		zk_perform(zk, pt, &out.a[i]);
 	}
 	zk_schedule_tick(zk);
+	/* A partition's leader is an input of the assignment: assign again
+	 * once the messages at hand are applied (zk_assign_owed). */
+	if (pt->name != NULL && (leader = zk_part_leader(pt)) != NULL &&
+	    strcmp(leader, pt->leader) != 0)
+		zk->assign_owed = true;
 	if (e->index != before.index) {
 		if (pt->name != NULL)
 			zk_part_changed(zk, pt);
@@ -1807,6 +1818,25 @@ zk_parts_count(struct zk *zk)
 	}
 }
 
+/*
+ * Who leads the partition, as an input of the assignment: us while we
+ * lead; else whom the last claim read names ("" for nobody), even our own
+ * id (a claim that names us while we do not lead: every other agent reads
+ * the same claim, so we must count it as they do); NULL before any claim
+ * was read.
+ */
+static const char *
+zk_part_leader(const struct part *pt)
+{
+	const struct election *e = pt->e;
+
+	if (e->role == ELECTION_LEADER)
+		return e->id;
+	if (e->claim_seen == 0)
+		return NULL;
+	return e->claim_known ? e->claim_id : "";
+}
+
 /* A partition's report changed: note a gain or loss, wake long polls. */
 static void
 zk_part_changed(struct zk *zk, struct part *pt)
@@ -1845,22 +1875,29 @@ zk_member_cmp(const void *va, const void *vb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* Every member's id is known: who should own what (assign.c). */
+/*
+ * Every member's id is known, or a partition's leader changed: who should
+ * own what (assign.c), from the members and each partition's leader as we
+ * see them.
+ */
 static void
 zk_members_assign(struct zk *zk)
 {
 	struct agent *agent = zk->agent;
+	const char *leader;
 	struct assign_member *am;
 	const char **names;
-	int *owner, i, k = 0, self = -1, assigned = 0, before, was;
+	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
 	bool changed = false;
 
+	zk->assign_owed = false;
 	if (zk->parts_stopping)
 		return;
 	am = calloc((size_t)zk->nmembers + 1, sizeof(*am));
 	names = calloc((size_t)agent->nparts, sizeof(*names));
 	owner = calloc((size_t)agent->nparts, sizeof(*owner));
-	if (am == NULL || names == NULL || owner == NULL)
+	cur = calloc((size_t)agent->nparts, sizeof(*cur));
+	if (am == NULL || names == NULL || owner == NULL || cur == NULL)
 		abort();
 	for (i = 0; i < zk->nmembers; i++) {
 		if (!zk->members[i].known)
@@ -1871,11 +1908,23 @@ zk_members_assign(struct zk *zk)
 		am[k].seq = zk->members[i].seq;
 		k++;
 	}
-	for (i = 0; i < agent->nparts; i++)
+	for (i = 0; i < agent->nparts; i++) {
 		names[i] = agent->parts[i].name;
+		/* The last leader seen (a leader gone is no member). */
+		if ((leader = zk_part_leader(&agent->parts[i])) != NULL)
+			snprintf(agent->parts[i].leader,
+			    sizeof(agent->parts[i].leader), "%s", leader);
+		cur[i] = -1;
+		for (j = 0; j < k; j++) {
+			if (strcmp(am[j].id, agent->parts[i].leader) == 0) {
+				cur[i] = j;
+				break;
+			}
+		}
+	}
 	before = agent->members.count;
 	was = agent->members.assigned;
-	if (k > 0 && assign_partitions(am, k, names, agent->nparts,
+	if (k > 0 && assign_partitions(am, k, names, agent->nparts, cur,
 	    owner) == -1)
 		k = 0;
 	for (i = 0; i < agent->nparts; i++) {
@@ -1903,6 +1952,20 @@ zk_members_assign(struct zk *zk)
 	free(am);
 	free(names);
 	free(owner);
+	free(cur);
+}
+
+/* A partition's leader changed: assign again, once the listing is whole. */
+static void
+zk_assign_owed(struct zk *zk)
+{
+	if (!zk->assign_owed || zk->agent->parts == NULL)
+		return;
+	if (zk->member_reads > 0 || zk->member_node[0] == '\0') {
+		zk->assign_owed = false;	/* the listing's end assigns */
+		return;
+	}
+	zk_members_assign(zk);
 }
 
 /* Our member node, created for this session (after its parents). */

@@ -218,8 +218,8 @@ def test_sigterm_moves_only_the_leavers_partitions(agents, election, observer):
     try:
         owner, _ = poll(lambda: settled(trio, [4, 4, 4]), 60, interval=0.1,
                         what="3 x 4")
-        # The newest member leaves (the one whose leaving moves nothing
-        # else, by the assignment's construction; see doc/design.md).
+        # The newest member leaves (test_partitions_sticky.py stops and
+        # kills older ones).
         leaver = trio[2]
         mine = {p for p, a in owner.items() if a == leaver.id}
         t0 = time.monotonic()
