@@ -154,6 +154,43 @@ api_code_index(int code)
  * The length of the well-formed UTF-8 sequence (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF) at p, or 0.
  */
+/*
+ * The fields a status document and a partition's entry share: role,
+ * is_leader, epoch, lease_remaining_ms and leader (with its value when
+ * with_value), as ROLE says at NOW.
+ */
+static void
+api_role_json(const struct election *e, enum election_role role,
+    const struct election_report *r, uint64_t now, bool with_value,
+    struct evbuffer *out)
+{
+	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":%s,\"epoch\":",
+	    election_role_name(role), role == ELECTION_LEADER ? "true" : "false");
+	if (role == ELECTION_LEADER)
+		evbuffer_add_printf(out, "%" PRIu64, e->epoch);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
+	    election_lease_remaining(e, now));
+	/* Our own last claim names no leader once we no longer lead. */
+	if (!r->has_leader || (r->role == ELECTION_LEADER &&
+	    role != ELECTION_LEADER)) {
+		evbuffer_add_printf(out, "null");
+		return;
+	}
+	evbuffer_add_printf(out, "{\"id\":");
+	api_json_string(out, r->leader_id);
+	evbuffer_add_printf(out, ",\"epoch\":%" PRIu64, r->leader_epoch);
+	if (with_value) {
+		evbuffer_add_printf(out, ",\"value\":");
+		if (r->has_value)
+			api_json_string(out, r->leader_value);
+		else
+			evbuffer_add_printf(out, "null");
+	}
+	evbuffer_add(out, "}", 1);
+}
+
 static size_t
 api_utf8_len(const unsigned char *p)
 {
@@ -232,27 +269,7 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, e->id);
-	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":%s,\"epoch\":",
-	    election_role_name(role),
-	    role == ELECTION_LEADER ? "true" : "false");
-	if (role == ELECTION_LEADER)
-		evbuffer_add_printf(out, "%" PRIu64, e->epoch);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
-	    election_lease_remaining(e, now));
-	if (r.has_leader && !(r.role == ELECTION_LEADER && role != ELECTION_LEADER)) {
-		evbuffer_add_printf(out, "{\"id\":");
-		api_json_string(out, r.leader_id);
-		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64 ",\"value\":",
-		    r.leader_epoch);
-		if (r.has_value)
-			api_json_string(out, r.leader_value);
-		else
-			evbuffer_add_printf(out, "null");
-		evbuffer_add(out, "}", 1);
-	} else
-		evbuffer_add_printf(out, "null");
+	api_role_json(e, role, &r, now, true, out);
 	evbuffer_add_printf(out, ",\"candidates\":%d,\"position\":%d,"
 	    "\"hold_remaining_ms\":%" PRIu64 ",\"reason\":",
 	    r.candidates, r.position, election_hold_remaining(e, now));
@@ -313,20 +330,7 @@ api_part_json(const struct part *pt, uint64_t now, struct evbuffer *out)
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"name\":");
 	api_json_string(out, pt->name);
-	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":%s,\"epoch\":",
-	    election_role_name(role), role == ELECTION_LEADER ? "true" : "false");
-	if (role == ELECTION_LEADER)
-		evbuffer_add_printf(out, "%" PRIu64, e->epoch);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"lease_remaining_ms\":%" PRIu64 ",\"leader\":",
-	    election_lease_remaining(e, now));
-	if (r.has_leader && !(r.role == ELECTION_LEADER && role != ELECTION_LEADER)) {
-		evbuffer_add_printf(out, "{\"id\":");
-		api_json_string(out, r.leader_id);
-		evbuffer_add_printf(out, ",\"epoch\":%" PRIu64 "}", r.leader_epoch);
-	} else
-		evbuffer_add_printf(out, "null");
+	api_role_json(e, role, &r, now, false, out);
 	evbuffer_add_printf(out, ",\"assigned\":%s}", pt->assigned ? "true" :
 	    "false");
 }
