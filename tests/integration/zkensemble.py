@@ -40,8 +40,8 @@ import tempfile
 
 import pytest
 
-from zkharness import (LOG4J, SLOW, ZK_EXTRA_JARS, ZK_JAR, four_letter, free_port,
-                       poll)
+from zkharness import (LOG4J, SLOW, ZK_EXTRA_JARS, ZK_JAR, PollAbort, four_letter,
+                       free_port, poll)
 
 TICK_MS = 200
 INIT_LIMIT = 20       # ticks: 4 s for a follower to connect and sync (slow JVMs)
@@ -238,17 +238,26 @@ class Ensemble:
         """`size` voting servers (myid 1..size), then `observers` observers."""
         self.dir = tempfile.mkdtemp(prefix="zkit-ens-", dir="/tmp")
         self.tick_ms = tick_ms
+        self._shape = (size, observers, observer_master, reconfig_enabled,
+                       client_in_server_lines)
+        self._configure(0)
+
+    def _configure(self, attempt):
+        """Servers on fresh free ports, each in <dir>/try<attempt>/zkN (the
+        first try in <dir>/zkN), with their zoo.cfg written."""
+        size, observers, observer_master, reconfig_enabled, cis = self._shape
+        base = self.dir if attempt == 0 else os.path.join(self.dir, "try%d" % attempt)
         self.servers = []
         for i in range(1, size + observers + 1):
             host = "127.0.0.%d" % i if observer_master else "127.0.0.1"
-            self.servers.append(EnsembleServer(i, self.dir, free_port(), free_port(),
+            self.servers.append(EnsembleServer(i, base, free_port(), free_port(),
                                                free_port(), observer=i > size, host=host))
         self.observer_master_port = free_port() if observer_master else None
         for s in self.servers:
-            s.write_config(self.servers, tick_ms=tick_ms,
+            s.write_config(self.servers, tick_ms=self.tick_ms,
                            observer_master_port=self.observer_master_port,
                            reconfig_enabled=reconfig_enabled,
-                           client_in_server_lines=client_in_server_lines)
+                           client_in_server_lines=cis)
 
     @property
     def voters(self):
@@ -258,13 +267,44 @@ class Ensemble:
     def observers(self):
         return [s for s in self.servers if s.observer]
 
-    def start(self, timeout=120):
+    def start(self, timeout=120, attempts=2):
+        """Start every server and wait for the quorum. A server that exits
+        before the quorum forms (a free port taken meanwhile, a JVM that
+        failed) ends the wait at once; the ensemble is then tried again on
+        fresh ports, and the last failure names each server's own words."""
         if not shutil.which("java"):
             raise RuntimeError("java not found: install the zookeeper package")
-        for s in self.servers:
-            s.start()
-        self.wait_quorum(timeout)
+        for attempt in range(attempts):
+            if attempt:
+                self._configure(attempt)
+            for s in self.servers:
+                s.start()
+            try:
+                self.wait_quorum(timeout, abort_on_exit=True)
+                return self
+            except AssertionError as e:
+                why = "%s\n%s" % (e, self.diagnostics())
+                self.stop()
+                if attempt + 1 == attempts:
+                    raise AssertionError("ensemble did not start in %d tries: %s"
+                                         % (attempts, why)) from None
+                print("zkensemble: try %d failed, again on fresh ports: %s"
+                      % (attempt + 1, why))
         return self
+
+    def diagnostics(self, n=1500):
+        """Each server's state, exit status and the end of its stdout and log."""
+        out = []
+        for s in self.servers:
+            rc = s.proc.poll() if s.proc is not None else None
+            try:
+                with open(os.path.join(s.dir, "stdout.log"), "rb") as f:
+                    so = f.read()[-n:].decode(errors="replace")
+            except OSError:
+                so = ""
+            out.append("--- %r exit=%s\n[stdout] %s\n[log] %s"
+                       % (s, rc, so.strip(), s.log_tail(n).strip()))
+        return "\n".join(out)
 
     def connect_string(self, order=None):
         """host:port list; `order` is a list of indexes (0-based) into servers."""
@@ -278,14 +318,19 @@ class Ensemble:
     def modes(self):
         return {s.myid: s.mode() for s in self.servers}
 
-    def wait_quorum(self, timeout=90, expect=None, what=None):
+    def wait_quorum(self, timeout=90, expect=None, what=None, abort_on_exit=False):
         """Poll `srvr` until exactly one server leads and every other live one
         follows (an observer: observes); `expect` = how many must serve
         (default: every server that runs and is not paused). Returns the
-        leading EnsembleServer."""
+        leading EnsembleServer. abort_on_exit: a server that exits ends the
+        wait at once."""
         last = {}
 
         def probe():
+            if abort_on_exit:
+                gone = [s for s in self.servers if s.proc is not None and not s.running()]
+                if gone:
+                    raise PollAbort("%s exited while the quorum formed" % gone)
             live = [s for s in self.servers if s.running() and not s.paused]
             want = expect if expect is not None else len(live)
             ms = {s.myid: s.mode() for s in live}
