@@ -821,11 +821,43 @@ struct run_view {
 	bool	 refused;		/* -p: the agent has no such partition */
 };
 
+/*
+ * Fills v from an answer's object (the status document, or a partition's
+ * entry): role, epoch, lease, the leader, and the session's state when the
+ * object has one. False when a field the view needs is missing.
+ */
+static bool
+run_view_read(struct run_view *v, const char *obj, uint64_t sent)
+{
+	char lease[32], leader[600], lepoch[32], session[300];
+
+	if (client_json_member(obj, "role", v->role, sizeof(v->role)) == -1 ||
+	    client_json_member(obj, "epoch", v->epoch, sizeof(v->epoch)) == -1 ||
+	    client_json_member(obj, "lease_remaining_ms", lease,
+	    sizeof(lease)) == -1)
+		return false;
+	/* A partition's entry has no session of its own. */
+	if (client_json_member(obj, "session", session, sizeof(session)) == -1 ||
+	    client_json_member(session, "state", v->session,
+	    sizeof(v->session)) == -1)
+		strcpy(v->session, "?");
+	v->leader[0] = '\0';
+	if (client_json_member(obj, "leader", leader, sizeof(leader)) == 0 &&
+	    strcmp(leader, "null") != 0 &&
+	    client_json_member(leader, "id", v->leader, sizeof(v->leader)) == 0 &&
+	    client_json_member(leader, "epoch", lepoch, sizeof(lepoch)) == 0)
+		snprintf(v->leader + strlen(v->leader),
+		    sizeof(v->leader) - strlen(v->leader), " (epoch %s)", lepoch);
+	if (strcmp(v->role, "leader") == 0)
+		v->deadline = sent + strtoull(lease, NULL, 10);
+	return true;
+}
+
 /* run_ask for partition `partition`: its entry as run_ask reads status. */
 static void
 run_ask_partition(struct run_view *v, int wait_ms, int timeout_ms)
 {
-	char lease[32], leader[600], lepoch[32], *e;
+	char *e;
 	uint64_t sent = now_ms();
 	int err;
 
@@ -841,24 +873,9 @@ run_ask_partition(struct run_view *v, int wait_ms, int timeout_ms)
 		return;
 	}
 	v->took = now_ms() - sent;
-	if (client_json_member(e, "role", v->role, sizeof(v->role)) == 0 &&
-	    client_json_member(e, "epoch", v->epoch, sizeof(v->epoch)) == 0 &&
-	    client_json_member(e, "lease_remaining_ms", lease,
-	    sizeof(lease)) == 0) {
-		strcpy(v->session, "?");	/* the session is not per partition */
-		v->leader[0] = '\0';
-		if (client_json_member(e, "leader", leader,
-		    sizeof(leader)) == 0 && strcmp(leader, "null") != 0 &&
-		    client_json_member(leader, "id", v->leader,
-		    sizeof(v->leader)) == 0 && client_json_member(leader, "epoch",
-		    lepoch, sizeof(lepoch)) == 0)
-			snprintf(v->leader + strlen(v->leader),
-			    sizeof(v->leader) - strlen(v->leader),
-			    " (epoch %s)", lepoch);
-		if (strcmp(v->role, "leader") == 0)
-			v->deadline = sent + strtoull(lease, NULL, 10);
+	if (run_view_read(v, e, sent))
 		v->ok = true;
-	} else {
+	else {
 		v->err = EPROTO;
 		strcpy(v->index, "0");
 	}
@@ -870,7 +887,7 @@ static void
 run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 {
 	struct client_response resp;
-	char target[128], lease[32], leader[600], lepoch[32];
+	char target[128];
 	uint64_t sent = now_ms();
 
 	if (partition != NULL) {
@@ -892,27 +909,10 @@ run_ask(struct run_view *v, int wait_ms, int timeout_ms)
 	}
 	v->took = now_ms() - sent;
 	if (resp.code == 200 &&
-	    client_json_get(resp.body, "role", v->role, sizeof(v->role)) == 0 &&
-	    client_json_get(resp.body, "epoch", v->epoch, sizeof(v->epoch)) == 0 &&
-	    client_json_get(resp.body, "index", v->index, sizeof(v->index)) == 0 &&
-	    client_json_get(resp.body, "lease_remaining_ms", lease,
-	    sizeof(lease)) == 0) {
-		if (client_json_get(resp.body, "state", v->session,
-		    sizeof(v->session)) == -1)
-			strcpy(v->session, "?");
-		v->leader[0] = '\0';
-		if (client_json_get(resp.body, "leader", leader,
-		    sizeof(leader)) == 0 && strcmp(leader, "null") != 0 &&
-		    client_json_get(leader, "id", v->leader,
-		    sizeof(v->leader)) == 0 && client_json_get(leader, "epoch",
-		    lepoch, sizeof(lepoch)) == 0)
-			snprintf(v->leader + strlen(v->leader),
-			    sizeof(v->leader) - strlen(v->leader),
-			    " (epoch %s)", lepoch);
-		if (strcmp(v->role, "leader") == 0)
-			v->deadline = sent + strtoull(lease, NULL, 10);
+	    client_json_member(resp.body, "index", v->index,
+	    sizeof(v->index)) == 0 && run_view_read(v, resp.body, sent))
 		v->ok = true;
-	} else {
+	else {
 		v->err = EPROTO;
 		strcpy(v->index, "0");
 	}
