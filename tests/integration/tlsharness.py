@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from zkharness import LOG4J, ZK_EXTRA_JARS, ZK_JAR, free_port, poll
+from zkharness import LOG4J, free_port, poll, start_zookeeper
 
 PASSWORD = "zkelect-test"
 NETTY_CODEC = "/usr/share/java/netty-codec.jar"
@@ -117,16 +117,8 @@ class TLSZooKeeper:
         # transport jars in its Class-Path, not netty-codec, which the Netty
         # server's TLS handler needs (NoClassDefFoundError: io/netty/
         # handler/codec/ByteToMessageDecoder at the first connection).
-        cp = ":".join([conf, ZK_JAR] + [j for j in ZK_EXTRA_JARS + [NETTY_CODEC]
-                                        if os.path.exists(j)])
-        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dzookeeper.admin.enableServer=false",
-                "-Dzookeeper.log.dir=%s" % self.dir,
-                "-Dlog4j.configuration=file:%s" % os.path.join(conf, "log4j.properties"),
-                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
-        self._out = open(os.path.join(self.dir, "stdout.log"), "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc, self._out = start_zookeeper(self.dir, conf, cfg,
+                                               extra_jars=[NETTY_CODEC])
 
         def listening():
             assert self.proc.poll() is None, "ZooKeeper exited; see %s" % self.log_path

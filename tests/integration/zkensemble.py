@@ -40,8 +40,8 @@ import tempfile
 
 import pytest
 
-from zkharness import (LOG4J, SLOW, ZK_EXTRA_JARS, ZK_JAR, PollAbort, four_letter,
-                       free_port, poll)
+from zkharness import (LOG4J, SLOW, PollAbort, four_letter, free_port, poll,
+                       start_zookeeper)
 
 TICK_MS = 200
 INIT_LIMIT = 20       # ticks: 4 s for a follower to connect and sync (slow JVMs)
@@ -120,18 +120,11 @@ class EnsembleServer:
 
     def start(self):
         assert not self.running(), "zk%d already running" % self.myid
-        cp = ":".join([self.conf, ZK_JAR] + [j for j in ZK_EXTRA_JARS if os.path.exists(j)])
-        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dzookeeper.admin.enableServer=false",
-                "-Dzookeeper.4lw.commands.whitelist=*",
-                "-Dzookeeper.cnxTimeout=1000",
-                "-Dzookeeper.log.dir=%s" % self.dir,
-                "-Dlog4j.configuration=file:%s" % os.path.join(self.conf, "log4j.properties"),
-                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", self.cfg]
-        self._out = open(os.path.join(self.dir, "stdout.log"), "ab")
         self.starts += 1
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc, self._out = start_zookeeper(
+            self.dir, self.conf, self.cfg, mode="ab",
+            extra_props=["-Dzookeeper.4lw.commands.whitelist=*",
+                         "-Dzookeeper.cnxTimeout=1000"])
         self.paused = False
         return self
 

@@ -97,6 +97,26 @@ log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
 """
 
 
+def start_zookeeper(server_dir, conf_dir, cfg, extra_jars=(), extra_props=(),
+                    mode="wb"):
+    """Start QuorumPeerMain on `cfg` (log4j from `conf_dir`, logs in
+    `server_dir`/zookeeper.log, stdout in stdout.log) in a session of its
+    own. Returns (Popen, the open stdout file)."""
+    if not shutil.which("java"):
+        raise RuntimeError("java not found: install the zookeeper package")
+    cp = ":".join([conf_dir, ZK_JAR] + [j for j in list(ZK_EXTRA_JARS) + list(extra_jars)
+                                        if os.path.exists(j)])
+    argv = (["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Dzookeeper.admin.enableServer=false"] + list(extra_props) +
+            ["-Dzookeeper.log.dir=%s" % server_dir,
+             "-Dlog4j.configuration=file:%s" % os.path.join(conf_dir, "log4j.properties"),
+             "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg])
+    out = open(os.path.join(server_dir, "stdout.log"), mode)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    return proc, out
+
+
 class ZooKeeperServer:
     """A standalone ZooKeeper server in a fresh temp dir on a loopback port."""
 
@@ -119,8 +139,6 @@ class ZooKeeperServer:
         return os.path.join(self.dir, "zookeeper.log")
 
     def start(self, timeout=60):
-        if not shutil.which("java"):
-            raise RuntimeError("java not found: install the zookeeper package")
         conf = os.path.join(self.dir, "conf")
         data = os.path.join(self.dir, "data")
         os.makedirs(conf, exist_ok=True)
@@ -138,15 +156,7 @@ class ZooKeeperServer:
             f.write("admin.enableServer=false\n")
             f.write("4lw.commands.whitelist=*\n")
             f.write("maxClientCnxns=0\n")
-        cp = ":".join([conf, ZK_JAR] + [j for j in ZK_EXTRA_JARS if os.path.exists(j)])
-        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dzookeeper.admin.enableServer=false",
-                "-Dzookeeper.log.dir=%s" % self.dir,
-                "-Dlog4j.configuration=file:%s" % os.path.join(conf, "log4j.properties"),
-                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
-        self._out = open(os.path.join(self.dir, "stdout.log"), "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc, self._out = start_zookeeper(self.dir, conf, cfg)
         self.wait_ready(timeout)
         return self
 
