@@ -7,6 +7,8 @@
   agents      AgentSet factory for that path; every process is killed at teardown
   observer    kazoo client reading ZooKeeper directly
   recorder    StatusRecorder over `agents` (not started: call .start())
+  proxies     factory of ZKProxy (default upstream: zk_hostport); all closed
+              at teardown
 
 On a failing test, each agent's log is attached to the report.
 """
@@ -99,3 +101,19 @@ def recorder(agents):
         yield rec
     finally:
         rec.stop()
+
+
+@pytest.fixture
+def proxies(zk_hostport):
+    from zkproxy import ZKProxy
+    made = []
+
+    def make(upstream=None):
+        p = ZKProxy(upstream or zk_hostport)
+        made.append(p)
+        return p
+    try:
+        yield make
+    finally:
+        for p in made:
+            p.close()

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The local API's HTTP server against a real agent: pipelining, long polls,
+"""The local API against a real agent: the endpoints, pipelining, long polls,
 half-close, slow and abandoned clients, output backpressure, HTTP details,
 valid JSON whatever the node data, and the ownership of the socket file."""
 
@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from zkharness import SLOW, ZKELECTD, poll
+from zkharness import SLOW, ZKELECTD, poll, unix_request
 
 
 # --------------------------------------------------------------------------
@@ -514,3 +514,174 @@ def test_socket_directory_is_created_with_parents(agents):
     a1.wait_for(lambda s: s["is_leader"], 20, what="a1 leads")
     for d in (os.path.join(agents.dir, "run"), os.path.dirname(deep), deep):
         assert os.stat(d).st_mode & 0o777 == 0o755, (d, oct(os.stat(d).st_mode))
+
+
+# --------------------------------------------------------------------------
+# the endpoints, oversized headers, idle clients, long polls
+
+STATUS_KEYS = {"id", "role", "is_leader", "epoch", "lease_remaining_ms", "leader",
+               "candidates", "index", "session"}
+
+
+def test_api_endpoints(agents):
+    a = agents.new("a1")
+    a.wait_for(lambda s: s["is_leader"] is True, 20, what="sole agent leads")
+    r = a.get("/v1/health")
+    assert r.status == 200
+    r = a.get("/v1/status")
+    assert r.status == 200
+    assert r.headers.get("Content-Type", "").startswith("application/json")
+    d = r.json()
+    assert STATUS_KEYS <= set(d), set(d) ^ STATUS_KEYS
+    assert d["role"] == "leader" and d["candidates"] == 1 and isinstance(d["index"], int)
+    r = a.get("/v1/leader")
+    assert r.status == 200 and r.json()["is_leader"] is True
+
+    r = a.get("/v1/no-such-thing")
+    assert r.status == 404, r
+    assert isinstance(r.json().get("error"), str)
+    r = a.request("POST", "/v1/status", body=b"")
+    assert r.status == 405, r
+    assert isinstance(r.json().get("error"), str)
+
+
+def raw_exchange(path, payload, timeout=5.0):
+    """Send raw bytes, return whatever the server answers (bytes) before it
+    closes or the timeout passes. Tolerates the server cutting us off."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    try:
+        try:
+            s.sendall(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not b:
+                break
+            out += b
+            if b"\r\n\r\n" in out:
+                break
+        return out
+    finally:
+        s.close()
+
+
+def test_api_huge_headers_rejected(agents):
+    a = agents.new("a1")
+    pad = "x" * 1000
+    req = "GET /v1/status HTTP/1.1\r\nHost: localhost\r\n"
+    req += "".join("X-Pad-%d: %s\r\n" % (i, pad) for i in range(66))
+    req += "\r\n"
+    assert len(req) > 64 * 1024
+    out = raw_exchange(a.socket, req.encode())
+    line = out.split(b"\r\n", 1)[0].decode(errors="replace")
+    assert line.startswith("HTTP/1."), "no HTTP answer to 64 KiB of headers: %r" % out[:200]
+    code = int(line.split()[1])
+    assert code in (400, 413, 431), line
+    assert a.get("/v1/health").status == 200
+    assert a.status() is not None
+
+
+def test_api_idle_client_does_not_block_others(agents):
+    a = agents.new("a1")
+    idle = []
+    try:
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(a.socket)
+            idle.append(s)
+        half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        half.connect(a.socket)
+        half.sendall(b"GET /v1/sta")
+        idle.append(half)
+        for _ in range(20):
+            t0 = time.monotonic()
+            r = a.get("/v1/status", timeout=2.0)
+            assert r.status == 200
+            assert time.monotonic() - t0 < 1.0 * SLOW
+    finally:
+        for s in idle:
+            s.close()
+    assert a.get("/v1/health").status == 200
+
+
+def long_poll(agent, index, wait, timeout):
+    return unix_request(agent.socket, "GET", "/v1/status?wait=%s&index=%d" % (wait, index),
+                        timeout=timeout)
+
+
+def park_long_poll(agent, index, wait, timeout):
+    """Start a long poll in a thread; returns (thread, box) where box gets
+    "r" (Response) or "e" (exception) and "t" (monotonic time answered)."""
+    box = {}
+
+    def waiter():
+        try:
+            box["r"] = long_poll(agent, index, wait, timeout)
+        except Exception as e:  # noqa: BLE001
+            box["e"] = e
+        box["t"] = time.monotonic()
+    th = threading.Thread(target=waiter, daemon=True)
+    th.start()
+    return th, box
+
+
+def sole_leader(a1):
+    return a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
+                       and s["leader"] == {"id": a1.id, "epoch": s["epoch"], "value": None}
+                       and s["session"]["state"] == "connected", 20, what="sole agent leads")
+
+
+def test_long_poll_times_out_unchanged(agents):
+    a1 = agents.new("a1")
+    n = sole_leader(a1)["index"]
+    t0 = time.monotonic()
+    r = long_poll(a1, n, "1s", timeout=10)
+    dt = time.monotonic() - t0
+    assert r.status == 200
+    assert r.json()["index"] == n, "index moved while nothing happened: %r" % r
+    assert 0.9 <= dt < 5.0 * SLOW, "wait=1s answered after %.2fs" % dt
+
+
+def test_long_poll_wakes_on_leader_change(agents):
+    a1 = agents.new("a1")
+    sole_leader(a1)
+    a2 = agents.new("a2")
+    s = a2.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None
+                    and s["leader"]["id"] == "a1", 20, what="a2 follows a1")
+    n = s["index"]
+    th, box = park_long_poll(a2, n, "20s", timeout=30)
+    t_change = time.monotonic()
+    assert a1.stop() == 0
+    th.join(40)
+    assert "e" not in box, box.get("e")
+    d = box["r"].json()
+    assert d["index"] > n, "long poll answered after %.2fs without a change: %r" \
+        % (box["t"] - t_change, box["r"])
+    assert box["t"] - t_change < 10.0 * SLOW, "long poll answered %.2fs after the change" \
+        % (box["t"] - t_change)
+
+
+def test_long_poll_wakes_on_join(agents):
+    """Another candidate joins: `candidates` changes, so `index` does."""
+    a1 = agents.new("a1")
+    n = sole_leader(a1)["index"]
+    th, box = park_long_poll(a1, n, "20s", timeout=30)
+    # If a2 joins before the request is parked, the answer is immediate: also fine.
+    t_join = time.monotonic()
+    agents.new("a2")
+    th.join(40)
+    assert "e" not in box, box.get("e")
+    r = box["r"]
+    d = r.json()
+    assert d["index"] > n, "long poll answered after %.2fs without a change (candidates %s): %r" \
+        % (box["t"] - t_join, d["candidates"], r)
+    assert box["t"] - t_join < 10.0 * SLOW, "long poll answered %.2fs after the change" \
+        % (box["t"] - t_join)
+    a1.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")

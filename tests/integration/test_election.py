@@ -6,14 +6,12 @@ durations (how long a process stays SIGSTOPped), never synchronisation.
 """
 
 import json
+import re
 import signal
-import socket
-import threading
+import subprocess
 import time
 
-
-from zkharness import (CONTENDER_RE, SLOW, ZooKeeperServer, free_port, poll,
-                       unix_request)
+from zkharness import CONTENDER_RE, SLOW, ZKELECTD, ZooKeeperServer, free_port, poll
 
 
 # --------------------------------------------------------------------------
@@ -65,9 +63,6 @@ def settled(pool, timeout=30, candidates=False):
     return result["v"]
 
 
-def nodes_of(observer, path, agent_id):
-    return [c for c in observer.contenders(path) if c[1] == agent_id]
-
 
 def wait_leader_among(pool, timeout, what):
     """Poll /v1/leader of `pool` until exactly one answers 200; return
@@ -114,7 +109,7 @@ def test_three_agents_one_leader(agents, observer, election):
 def test_graceful_handover(agents, observer, election):
     pool = start_agents(agents, 3)
     lead, ls, _ = settled(pool)
-    old_nodes = [c[0] for c in nodes_of(observer, election, lead.id)]
+    old_nodes = [c[0] for c in observer.nodes_of(election, lead.id)]
     assert len(old_nodes) == 1
     others = [a for a in pool if a is not lead]
 
@@ -200,7 +195,7 @@ def test_session_expiry_and_rejoin(agents, observer, election):
     pool = start_agents(agents, 3)
     lead, ls, _ = settled(pool)
     f = [a for a in pool if a is not lead][0]
-    old = nodes_of(observer, election, f.id)
+    old = observer.nodes_of(election, f.id)
     assert len(old) == 1
     old_name, _, old_stat = old[0]
     old_owner = old_stat.ephemeralOwner
@@ -223,7 +218,7 @@ def test_session_expiry_and_rejoin(agents, observer, election):
                    and s["leader"]["id"] == lead.id, 30,
                    what="rejoin as follower of %s" % lead.id)
     assert s["is_leader"] is False and s["epoch"] is None
-    new = nodes_of(observer, election, f.id)
+    new = observer.nodes_of(election, f.id)
     assert len(new) == 1, "exactly one node for %s, got %r" % (f.id, [n[0] for n in new])
     new_name, _, new_stat = new[0]
     assert new_name != old_name
@@ -351,169 +346,43 @@ def test_graceful_stop_leaves_no_orphans(agents, observer, election):
 # --------------------------------------------------------------------------
 # local API
 
-STATUS_KEYS = {"id", "role", "is_leader", "epoch", "lease_remaining_ms", "leader",
-               "candidates", "index", "session"}
+
+# --------------------------------------------------------------------------
+# election paths at the length limit
+
+def path_of(length):
+    """An absolute path of exactly `length` bytes."""
+    return "/zkelect/" + "p" * (length - len("/zkelect/"))
 
 
-def test_api_endpoints(agents):
-    a = agents.new("a1")
-    a.wait_for(lambda s: s["is_leader"] is True, 20, what="sole agent leads")
-    r = a.get("/v1/health")
-    assert r.status == 200
-    r = a.get("/v1/status")
-    assert r.status == 200
-    assert r.headers.get("Content-Type", "").startswith("application/json")
-    d = r.json()
-    assert STATUS_KEYS <= set(d), set(d) ^ STATUS_KEYS
-    assert d["role"] == "leader" and d["candidates"] == 1 and isinstance(d["index"], int)
-    r = a.get("/v1/leader")
-    assert r.status == 200 and r.json()["is_leader"] is True
 
-    r = a.get("/v1/no-such-thing")
-    assert r.status == 404, r
-    assert isinstance(r.json().get("error"), str)
-    r = a.request("POST", "/v1/status", body=b"")
-    assert r.status == 405, r
-    assert isinstance(r.json().get("error"), str)
+def test_long_election_path_refused(agents, tmp_path):
+    cfg = tmp_path / "long.yaml"
+    cfg.write_text("zookeeper:\n  servers: 127.0.0.1:2181\nelection:\n  path: %s\n"
+                   % path_of(1001))
+    r = subprocess.run([ZKELECTD, "-c", str(cfg), "--check-config"], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 1, "a 1001-byte election path was accepted: %r" % (r,)
+    assert re.search(r"long\.yaml:4:9: election\.path: longer than 966 bytes", r.stderr), \
+        r.stderr
 
 
-def raw_exchange(path, payload, timeout=5.0):
-    """Send raw bytes, return whatever the server answers (bytes) before it
-    closes or the timeout passes. Tolerates the server cutting us off."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(path)
-    try:
-        try:
-            s.sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        out = b""
-        while True:
-            try:
-                b = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not b:
-                break
-            out += b
-            if b"\r\n\r\n" in out:
-                break
-        return out
-    finally:
-        s.close()
 
-
-def test_api_huge_headers_rejected(agents):
-    a = agents.new("a1")
-    pad = "x" * 1000
-    req = "GET /v1/status HTTP/1.1\r\nHost: localhost\r\n"
-    req += "".join("X-Pad-%d: %s\r\n" % (i, pad) for i in range(66))
-    req += "\r\n"
-    assert len(req) > 64 * 1024
-    out = raw_exchange(a.socket, req.encode())
-    line = out.split(b"\r\n", 1)[0].decode(errors="replace")
-    assert line.startswith("HTTP/1."), "no HTTP answer to 64 KiB of headers: %r" % out[:200]
-    code = int(line.split()[1])
-    assert code in (400, 413, 431), line
-    assert a.get("/v1/health").status == 200
-    assert a.status() is not None
-
-
-def test_api_idle_client_does_not_block_others(agents):
-    a = agents.new("a1")
-    idle = []
-    try:
-        for _ in range(3):
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(a.socket)
-            idle.append(s)
-        half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        half.connect(a.socket)
-        half.sendall(b"GET /v1/sta")
-        idle.append(half)
-        for _ in range(20):
-            t0 = time.monotonic()
-            r = a.get("/v1/status", timeout=2.0)
-            assert r.status == 200
-            assert time.monotonic() - t0 < 1.0 * SLOW
-    finally:
-        for s in idle:
-            s.close()
-    assert a.get("/v1/health").status == 200
-
-
-def long_poll(agent, index, wait, timeout):
-    return unix_request(agent.socket, "GET", "/v1/status?wait=%s&index=%d" % (wait, index),
-                        timeout=timeout)
-
-
-def park_long_poll(agent, index, wait, timeout):
-    """Start a long poll in a thread; returns (thread, box) where box gets
-    "r" (Response) or "e" (exception) and "t" (monotonic time answered)."""
-    box = {}
-
-    def waiter():
-        try:
-            box["r"] = long_poll(agent, index, wait, timeout)
-        except Exception as e:  # noqa: BLE001
-            box["e"] = e
-        box["t"] = time.monotonic()
-    th = threading.Thread(target=waiter, daemon=True)
-    th.start()
-    return th, box
-
-
-def sole_leader(a1):
-    return a1.wait_for(lambda s: s["is_leader"] is True and s["candidates"] == 1
-                       and s["leader"] == {"id": a1.id, "epoch": s["epoch"], "value": None}
-                       and s["session"]["state"] == "connected", 20, what="sole agent leads")
-
-
-def test_long_poll_times_out_unchanged(agents):
-    a1 = agents.new("a1")
-    n = sole_leader(a1)["index"]
-    t0 = time.monotonic()
-    r = long_poll(a1, n, "1s", timeout=10)
-    dt = time.monotonic() - t0
-    assert r.status == 200
-    assert r.json()["index"] == n, "index moved while nothing happened: %r" % r
-    assert 0.9 <= dt < 5.0 * SLOW, "wait=1s answered after %.2fs" % dt
-
-
-def test_long_poll_wakes_on_leader_change(agents):
-    a1 = agents.new("a1")
-    sole_leader(a1)
-    a2 = agents.new("a2")
-    s = a2.wait_for(lambda s: s["role"] == "follower" and s["leader"] is not None
-                    and s["leader"]["id"] == "a1", 20, what="a2 follows a1")
-    n = s["index"]
-    th, box = park_long_poll(a2, n, "20s", timeout=30)
-    t_change = time.monotonic()
-    assert a1.stop() == 0
-    th.join(40)
-    assert "e" not in box, box.get("e")
-    d = box["r"].json()
-    assert d["index"] > n, "long poll answered after %.2fs without a change: %r" \
-        % (box["t"] - t_change, box["r"])
-    assert box["t"] - t_change < 10.0 * SLOW, "long poll answered %.2fs after the change" \
-        % (box["t"] - t_change)
-
-
-def test_long_poll_wakes_on_join(agents):
-    """Another candidate joins: `candidates` changes, so `index` does."""
-    a1 = agents.new("a1")
-    n = sole_leader(a1)["index"]
-    th, box = park_long_poll(a1, n, "20s", timeout=30)
-    # If a2 joins before the request is parked, the answer is immediate: also fine.
-    t_join = time.monotonic()
-    agents.new("a2")
-    th.join(40)
-    assert "e" not in box, box.get("e")
-    r = box["r"]
-    d = r.json()
-    assert d["index"] > n, "long poll answered after %.2fs without a change (candidates %s): %r" \
-        % (box["t"] - t_join, d["candidates"], r)
-    assert box["t"] - t_join < 10.0 * SLOW, "long poll answered %.2fs after the change" \
-        % (box["t"] - t_join)
-    a1.wait_for(lambda s: s["candidates"] == 2, 20, what="candidates == 2")
+def test_longest_election_path_works(agents, observer, zk_hostport):
+    """The longest path allowed: the node name fits whole, the agent leads,
+    and it never creates a second node."""
+    path = path_of(966)
+    a = agents.new("a1", start=False)
+    with open(a.config) as f:
+        text = f.read()
+    with open(a.config, "w") as f:
+        f.write(text.replace("  path: %s\n" % agents.path, "  path: %s\n" % path))
+    a.start()
+    s = a.wait_for(lambda s: s["is_leader"] is True, 30, what="a1 to lead")
+    got = observer.nodes_of(path, "a1")
+    assert len(got) == 1 and re.search(r"-latch-\d{10}$", got[0][0]), got
+    # Three more renewals' worth of time: still one node, still leading.
+    t_end = time.monotonic() + 1.5
+    poll(lambda: time.monotonic() >= t_end, 5, what="time to pass")
+    assert len(observer.contenders(path)) == 1
+    assert a.status()["epoch"] == s["epoch"]

@@ -33,7 +33,6 @@ import pytest
 
 from zkharness import (AgentSet, Observer, SLOW, StatusRecorder, audit_agents, audit_enabled,
                        format_audit_figures, poll)
-from zkproxy import ZKProxy
 from zkensemble import ensemble  # noqa: F401 - the module-scoped fixture
 
 # --------------------------------------------------------------------------
@@ -165,9 +164,6 @@ def leader_among(pool, timeout, what, min_epoch=None):
     a, s = poll(probe, timeout, interval=0.01, what=what)
     return a, s, time.monotonic()
 
-
-def nodes_of(observer, path, agent_id):
-    return [c for c in observer.contenders(path) if c[1] == agent_id]
 
 
 def uuid_of(name):
@@ -329,22 +325,6 @@ def parked_status(agent, timeout=60.0):
 # --------------------------------------------------------------------------
 # fixtures
 
-@pytest.fixture
-def proxies(zk_hostport):
-    """Factory of ZKProxy (default upstream: the standalone server); all of
-    them are closed at teardown."""
-    made = []
-
-    def make(upstream=None):
-        p = ZKProxy(upstream or zk_hostport)
-        made.append(p)
-        return p
-    try:
-        yield make
-    finally:
-        for p in made:
-            p.close()
-
 
 @pytest.fixture
 def checker(zk_hostport, election):
@@ -434,7 +414,7 @@ def test_a_paused_leader(agents, observer, election, recorder, checker, case, ti
     lead, ls, _ = settle(pool)
     old_epoch = ls["epoch"]
     check_claim_matches(observer, election, lead, ls)
-    old_node = nodes_of(observer, election, lead.id)
+    old_node = observer.nodes_of(election, lead.id)
     assert len(old_node) == 1
     old_name, _, old_stat = old_node[0]
     others = [a for a in pool if a is not lead]
@@ -465,7 +445,7 @@ def test_a_paused_leader(agents, observer, election, recorder, checker, case, ti
     lead2, ls2, st2 = settle(pool, what="a settled election after the pause")
     assert ls2["epoch"] > old_epoch, "epoch did not grow: %d -> %d" % (old_epoch, ls2["epoch"])
     check_claim_matches(observer, election, lead2, ls2)
-    after = nodes_of(observer, election, lead.id)
+    after = observer.nodes_of(election, lead.id)
     assert len(after) == 1, "nodes of %s: %r" % (lead.id, [n[0] for n in after])
     survived = after[0][0] == old_name and after[0][2].ephemeralOwner == old_stat.ephemeralOwner
     if case == "past_session":
@@ -509,7 +489,7 @@ def test_b_partition_shorter_than_session(agents, observer, election, recorder, 
     assert lead is a1
     e1 = ls["epoch"]
     T = s["session"]["timeout_ms"] / 1000.0
-    (name, _, stat), = nodes_of(observer, election, "a1")
+    (name, _, stat), = observer.nodes_of(election, "a1")
 
     t0 = time.monotonic()
     p.blackhole()
@@ -534,7 +514,7 @@ def test_b_partition_shorter_than_session(agents, observer, election, recorder, 
     s = a1.wait_for(lambda s: s["is_leader"] is True and s["epoch"] > e1, 30,
                     what="a1 leads again with a new epoch")
     t_back = time.monotonic()
-    (name2, _, stat2), = nodes_of(observer, election, "a1")
+    (name2, _, stat2), = observer.nodes_of(election, "a1")
     assert name2 == name and stat2.ephemeralOwner == stat.ephemeralOwner, \
         "session or node changed: %s/%x -> %s/%x" % (name, stat.ephemeralOwner, name2,
                                                      stat2.ephemeralOwner)
@@ -563,7 +543,7 @@ def test_b_partition_past_session_timeout(agents, observer, election, recorder, 
     lead, ls, _ = settle([a1, a2])
     assert lead is a1
     e1 = ls["epoch"]
-    (name, _, stat), = nodes_of(observer, election, "a1")
+    (name, _, stat), = observer.nodes_of(election, "a1")
 
     t0 = time.monotonic()
     p.blackhole()
@@ -800,7 +780,7 @@ def test_d_lost_create_reply(agents, observer, election, recorder, checker, prox
     p = proxies()
     p.drop_replies(keep_handshake=True)
     a1 = agents.new("a1", zk_hostport=p.hostport, session_timeout="4s")
-    first = poll(lambda: nodes_of(observer, election, "a1"), 30,
+    first = poll(lambda: observer.nodes_of(election, "a1"), 30,
                  what="a1's create to reach ZooKeeper")
     assert len(first) == 1
     name, _, stat = first[0]
@@ -812,7 +792,7 @@ def test_d_lost_create_reply(agents, observer, election, recorder, checker, prox
     t_heal = time.monotonic()
     s = a1.wait_for(lambda s: s["is_leader"] is True, 30, what="a1 leads after healing")
     t_lead = time.monotonic()
-    mine = nodes_of(observer, election, "a1")
+    mine = observer.nodes_of(election, "a1")
     assert len(mine) == 1, "a1 leaked nodes: %r" % [m[0] for m in mine]
     # Same session: rule 6 finds the node by uuid and keeps it.
     assert mine[0][0] == name and mine[0][2].ephemeralOwner == stat.ephemeralOwner, \
@@ -835,7 +815,7 @@ def test_d_lost_create_reply_then_expiry(agents, observer, election, recorder, c
     p = proxies()
     p.drop_replies(keep_handshake=True)
     a1 = agents.new("a1", zk_hostport=p.hostport, session_timeout="4s")
-    first = poll(lambda: nodes_of(observer, election, "a1"), 30,
+    first = poll(lambda: observer.nodes_of(election, "a1"), 30,
                  what="a1's create to reach ZooKeeper")
     name, _, stat = first[0]
     # Now cut the link entirely until the session (and the orphan) expires.
@@ -847,7 +827,7 @@ def test_d_lost_create_reply_then_expiry(agents, observer, election, recorder, c
     p.heal()
     s = a1.wait_for(lambda s: s["is_leader"] is True, 40, what="a1 leads after expiry")
     t_lead = time.monotonic()
-    mine = nodes_of(observer, election, "a1")
+    mine = observer.nodes_of(election, "a1")
     assert len(mine) == 1, "a1 leaked nodes: %r" % [m[0] for m in mine]
     assert uuid_of(mine[0][0]) != uuid_of(name), "new session must use a new uuid (rule 8)"
     assert mine[0][2].ephemeralOwner != stat.ephemeralOwner
@@ -942,7 +922,7 @@ def test_e_leader_node_deleted(agents, observer, election, recorder, checker):
     pool = start_pool(agents, 3, session_timeout="9s")
     lead, ls, _ = settle(pool)
     e0 = ls["epoch"]
-    (name, _, _), = nodes_of(observer, election, lead.id)
+    (name, _, _), = observer.nodes_of(election, lead.id)
     order = observer.contenders(election)
     heir = [a for a in pool if a.id == order[1][1]][0]
     lease_left = lead.status()["lease_remaining_ms"]
@@ -984,7 +964,7 @@ def test_f_kill9_restart_same_id(agents, observer, election, recorder, checker, 
     e0 = ls["epoch"]
     order = observer.contenders(election)
     victim = lead if who == "leader" else [a for a in pool if a.id == order[-1][1]][0]
-    (name, _, stat), = nodes_of(observer, election, victim.id)
+    (name, _, stat), = observer.nodes_of(election, victim.id)
     t0 = time.monotonic()
     victim.kill()
     victim.start()           # same id, same config, at once
@@ -1042,7 +1022,7 @@ def test_g_claim_watch_after_parent_race(agents, observer, election, proxies):
     x.wait_for(lambda s: s["role"] == "follower", 20, what="x follows")
     t_follow = time.monotonic()
     assert t_follow - t0 < 6.0, "held x's create too long (%.1fs): void" % (t_follow - t0)
-    (xn, _, _), = nodes_of(observer, election, "x")
+    (xn, _, _), = observer.nodes_of(election, "x")
     ls = lead.status()
     try:
         x.wait_for(lambda s: s["leader"] == {"id": "l", "epoch": ls["epoch"], "value": None}, 15,
@@ -1056,3 +1036,74 @@ def test_g_claim_watch_after_parent_race(agents, observer, election, proxies):
             from None
     report("g/claim-watch-race", x_node=xn, leader_epoch=hex(ls["epoch"]))
     report("g/claim-watch-race/cleanup", empty_after_s=finish(agents, observer, election))
+
+
+# --------------------------------------------------------------------------
+# a resign while the agent's own create is unresolved; watchers across reconnects
+
+def test_resign_with_create_unresolved(agents, observer, election, proxies):
+    """B's create reaches ZooKeeper but its reply is lost; B resigns (hold
+    20 s) meanwhile. Once B is back on the same session, its node must be
+    found by uuid and deleted: C, queued behind it, must lead as soon as A
+    stops, and B must not lead at the end of its hold."""
+    observer.zk.ensure_path(election)
+    a = agents.new("a", session_timeout="3s")
+    a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
+    p = proxies()
+    p.drop_replies(keep_handshake=True)
+    b = agents.new("b", zk_hostport=p.hostport, session_timeout="3s")
+    poll(lambda: observer.nodes_of(election, "b"), 30, what="b's create to reach ZooKeeper")
+    c = agents.new("c", session_timeout="3s")
+    c.wait_for(lambda s: s["role"] == "follower" and s["position"] == 2, 30,
+               what="c queued behind b")
+    r = b.request("POST", "/v1/resign?hold=20s", timeout=5)
+    assert r.status == 200, r.body
+    p.heal()
+    poll(lambda: not observer.nodes_of(election, "b"), 15,
+         what="b's node, found by uuid, deleted after its resign")
+    t0 = time.monotonic()
+    assert a.stop() == 0
+    c.wait_for(lambda s: s["is_leader"] is True, 10, what="c to lead once a stopped")
+    took = time.monotonic() - t0
+    s = b.status()
+    assert s["is_leader"] is False and s["position"] == -1, s
+    print("\nc led %.2f s after a stopped (b's hold: 20 s)" % took)
+
+
+
+def test_watchers_do_not_pile_up(agents, observer, election, proxies):
+    """100 reconnects within one session, then one change of the agent's
+    own node: its watcher must fire once, not once per reconnect."""
+    p = proxies()
+    a = agents.new("a", zk_hostport=p.hostport, session_timeout="4s")
+    a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
+    sid = None
+    for m in re.finditer(r"connected, session 0x([0-9a-f]+)", a.log_text()):
+        sid = m.group(1)
+    def rss_kib():
+        with open("/proc/%d/status" % a.proc.pid) as f:
+            return int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M).group(1))
+    rss_before = rss_kib()
+    for i in range(100):
+        n = a.log_text(limit=10 ** 8).count("(reconnected)")
+        p.reset()
+        p.passthrough()
+        poll(lambda: a.log_text(limit=10 ** 8).count("(reconnected)") > n, 20,
+             what="reconnect %d" % (i + 1))
+    text = a.log_text(limit=10 ** 8)
+    assert set(re.findall(r"connected, session 0x([0-9a-f]+)", text)) == {sid}, \
+        "the session changed: the test must stay within one session"
+    poll(lambda: a.status()["session"]["state"] == "connected", 10, what="a connected")
+    mine = observer.nodes_of(election, "a")
+    assert len(mine) == 1
+    before = a.log_text(limit=10 ** 8).count("watch fired: own node watch")
+    observer.zk.set("%s/%s" % (election, mine[0][0]), b"a")   # a test may write it
+    poll(lambda: a.log_text(limit=10 ** 8).count("watch fired: own node watch") > before,
+         10, what="a's own node watch to fire")
+    # Whatever else is queued has arrived by the time a read answers.
+    a.get("/v1/status")
+    time.sleep(0.2 * SLOW)     # let any further callbacks of this one change land
+    fired = a.log_text(limit=10 ** 8).count("watch fired: own node watch") - before
+    print("\nafter 100 reconnects, one change of the own node fired %d watcher(s); "
+          "VmRSS %d KiB before the reconnects, %d KiB after" % (fired, rss_before, rss_kib()))
+    assert fired == 1, "%d watchers fired for one change after 100 reconnects" % fired

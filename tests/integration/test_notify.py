@@ -826,3 +826,114 @@ def test_stop_tells_the_app_before_the_node_goes_across_a_reconnect(agents, mark
         assert b_lead[3]["old-child"] == "dead", m
     finally:
         proxy.close()
+
+
+# --------------------------------------------------------------------------
+# a stop or a resign after a term that ended without a release: the node goes only after the app was told
+
+HOOK_SLOW3 = """#!/bin/sh
+echo "start $(cat /proc/uptime | cut -d' ' -f1)" >> "$1"
+sleep 3
+echo "end $(cat /proc/uptime | cut -d' ' -f1)" >> "$1"
+"""
+
+
+
+CHILD_STUBBORN = """#!/bin/sh
+trap '' TERM
+while :; do cat /proc/uptime | cut -d' ' -f1 >> "$1"; sleep 0.02; done
+"""
+
+
+
+def uptime():
+    return float(open("/proc/uptime").read().split()[0])
+
+
+
+def lose_term_and_come_back(a, p, t_session):
+    """Cut a off until its term ends (its lease lapses, or at once under
+    step_down), then let it back in on the same session, not leading."""
+    # The scenario needs a session older than T (6 s): before that, its
+    # creation anchors a lease at once, and a leads again on reconnecting.
+    poll(lambda: time.monotonic() - t_session > 6.5, 20, interval=0.1,
+         what="a's session to be older than T")
+    p.blackhole()
+    a.wait_for(lambda s: s["role"] == "unknown", 20, what="a's term to end")
+    p.passthrough()
+    a.wait_for(lambda s: s["session"]["state"] == "connected" and not s["is_leader"],
+               20, what="a back on its session, not leading")
+    assert "session expired" not in a.log_text(200000), \
+        "a's session expired: the case needs the same session"
+
+
+
+@pytest.mark.parametrize("how", ["stop", "resign"])
+def test_release_after_lapsed_term_waits_for_hook(agents, election, proxies, tmp_path, how):
+    """a's lease lapses while it is cut off: its on_follower hook (3 s)
+    starts. a comes back on the same session, its node still first, and a
+    stop (or a resign) comes while the hook runs. The node must go only
+    after the hook finished: b leads after the hook's end, not 14 ms after
+    the stop (the defect)."""
+    marks = tmp_path / "marks"
+    hook = tmp_path / "slow.sh"
+    hook.write_text(HOOK_SLOW3)
+    hook.chmod(0o755)
+    p = proxies()
+    # tick_time unset: back on its session, a may lead again only once a
+    # request of the new connection was answered 3/5 of T/2 before a
+    # renewal, which leaves the test seconds to stop it before that.
+    a = agents.new("a", zk_hostport=p.hostport, session_timeout="6s", tick_time="",
+                   extra_yaml="notify:\n  on_follower: [\"%s\", \"%s\"]\n"
+                   "  hook_timeout: 20s\n" % (hook, marks))
+    t_session = time.monotonic()
+    a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
+    b = agents.new("b", session_timeout="6s")
+    b.wait_for(lambda s: s["role"] == "follower", 30, what="b to follow")
+    lose_term_and_come_back(a, p, t_session)
+    assert marks.exists() and "end" not in marks.read_text(), \
+        "the hook should still run: %r" % (marks.read_text() if marks.exists() else None)
+    if how == "stop":
+        a.signal(signal.SIGTERM)
+    else:
+        assert a.request("POST", "/v1/resign?hold=30s", timeout=5).status == 200
+    b.wait_for(lambda s: s["is_leader"] is True, 30, what="b to lead")
+    t_b = uptime()
+    text = marks.read_text()
+    assert "end" in text, "b leads while a's on_follower hook still runs:\n%s" % text
+    t_end = float(re.search(r"end (\S+)", text).group(1))
+    assert t_b >= t_end, (t_b, t_end)
+    if how == "stop":
+        assert a.proc.wait(20) == 0
+
+
+
+def test_stop_after_dropped_term_waits_for_child(agents, election, proxies, tmp_path):
+    """Under step_down the drop ends a's term at once; its child ignores
+    SIGTERM and is killed shortly before the lease deadline. a comes back
+    on the same session and is stopped before that: b must not lead while
+    the child still runs (the defect: 1.2 s of overlap)."""
+    beats = tmp_path / "beats"
+    child = tmp_path / "child.sh"
+    child.write_text(CHILD_STUBBORN)
+    child.chmod(0o755)
+    p = proxies()
+    a = agents.new("a", zk_hostport=p.hostport, session_timeout="6s", start=False,
+                   tick_time="",
+                   extra_yaml="notify:\n  run: [\"%s\", \"%s\"]\n" % (child, beats))
+    text = open(a.config).read().replace("  id: a\n", "  id: a\n  disconnect: step_down\n")
+    with open(a.config, "w") as f:
+        f.write(text)
+    t_session = time.monotonic()
+    a.start()
+    a.wait_for(lambda s: s["is_leader"] is True, 30, what="a to lead")
+    poll(lambda: beats.exists() and beats.read_text().strip(), 10, what="a's child to run")
+    b = agents.new("b", session_timeout="6s")
+    b.wait_for(lambda s: s["role"] == "follower", 30, what="b to follow")
+    lose_term_and_come_back(a, p, t_session)
+    a.signal(signal.SIGTERM)
+    b.wait_for(lambda s: s["is_leader"] is True, 30, what="b to lead")
+    t_b = uptime()
+    assert a.proc.wait(20) == 0
+    last = float(beats.read_text().split()[-1])
+    assert last < t_b, "a's child ran %.3f s into b's term" % (last - t_b)

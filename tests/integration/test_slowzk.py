@@ -12,32 +12,13 @@ import re
 import subprocess
 import time
 
-import pytest
-
 from zkharness import SLOW, poll
-from zkproxy import ZKProxy
 
 T = 2.0
 ZKELECTCTL = os.environ.get(
     "ZKELECTCTL",
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl",
                  "zkelectctl"))
-
-
-@pytest.fixture
-def proxies(zk_hostport):
-    """Factory of ZKProxy to the standalone server, closed at teardown."""
-    made = []
-
-    def make():
-        p = ZKProxy(zk_hostport)
-        made.append(p)
-        return p
-    try:
-        yield make
-    finally:
-        for p in made:
-            p.close()
 
 
 def audit_counts(agent):

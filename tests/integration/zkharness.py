@@ -477,6 +477,10 @@ class Observer:
         except Exception:  # noqa: BLE001
             pass
 
+    def nodes_of(self, path, agent_id):
+        """The contenders (as contenders()) whose data is `agent_id`."""
+        return [c for c in self.contenders(path) if c[1] == agent_id]
+
     def contenders(self, path):
         """[(name, data, stat)] of the election's children, sorted by the
         10-digit suffix (as the contract says contenders sort)."""
