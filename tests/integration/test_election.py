@@ -5,13 +5,13 @@ Every wait is a poll with a deadline. The only deliberate pauses are fault
 durations (how long a process stays SIGSTOPped), never synchronisation.
 """
 
-import json
 import re
 import signal
 import subprocess
 import time
 
-from zkharness import CONTENDER_RE, SLOW, ZKELECTD, ZooKeeperServer, free_port, poll
+from zkharness import (CONTENDER_RE, SLOW, ZKELECTD, ZooKeeperServer, free_port, poll,
+                       settled)
 
 
 # --------------------------------------------------------------------------
@@ -19,49 +19,6 @@ from zkharness import CONTENDER_RE, SLOW, ZKELECTD, ZooKeeperServer, free_port, 
 
 def start_agents(agents, n, **kw):
     return [agents.new("a%d" % (i + 1), **kw) for i in range(n)]
-
-
-def settled(pool, timeout=30, candidates=False):
-    """Wait until exactly one agent of `pool` leads and every other one is a
-    follower naming it with its epoch (and, with candidates=True, the leader
-    counts len(pool) candidates: it watches the queue; followers refresh
-    their count only when they list, at each change of leader, so theirs
-    may lag and is only checked to cover their own place in the queue). Returns (leader_agent, leader_status, {id: status})."""
-    result = {}
-    last = {}
-
-    def probe():
-        st = {a.id: a.status() for a in pool}
-        last["st"] = st
-        if any(s is None for s in st.values()):
-            return False
-        leaders = [a for a in pool if st[a.id]["is_leader"] is True]
-        if len(leaders) != 1:
-            return False
-        lead = leaders[0]
-        ls = st[lead.id]
-        if ls["role"] != "leader" or not isinstance(ls["epoch"], int):
-            return False
-        for a in pool:
-            s = st[a.id]
-            if candidates and a is lead and s["candidates"] != len(pool):
-                return False
-            if candidates and not (s["position"] < s["candidates"] <= len(pool)):
-                return False
-            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"], "value": None}:
-                return False
-            if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
-                return False
-        result["v"] = (lead, ls, st)
-        return True
-    try:
-        poll(probe, timeout, what="one leader and %d settled followers" % (len(pool) - 1))
-    except AssertionError as e:
-        raise AssertionError("%s; last statuses:\n%s" % (
-            e, "\n".join("  %s: %s" % (k, json.dumps(v))
-                         for k, v in last.get("st", {}).items()))) from None
-    return result["v"]
-
 
 
 def wait_leader_among(pool, timeout, what):

@@ -32,7 +32,7 @@ import time
 import pytest
 
 from zkharness import (AgentSet, Observer, SLOW, StatusRecorder, audit_agents, audit_enabled,
-                       format_audit_figures, poll)
+                       format_audit_figures, poll, settled)
 from zkensemble import ensemble  # noqa: F401 - the module-scoped fixture
 
 # --------------------------------------------------------------------------
@@ -118,37 +118,6 @@ class ZKChecker:
                            % (agent, epoch, epoch, claims.get(epoch),
                               sorted(claims.items())[-8:]))
         return out
-
-
-def settle(pool, timeout=40, what=None):
-    """Exactly one agent of `pool` leads and every other one follows it, naming
-    it with its epoch. Returns (leader, leader_status, {id: status})."""
-    last = {}
-
-    def probe():
-        st = {a.id: a.status() for a in pool}
-        last["st"] = st
-        if any(s is None for s in st.values()):
-            return None
-        leads = [a for a in pool if st[a.id]["is_leader"] is True]
-        if len(leads) != 1:
-            return None
-        lead = leads[0]
-        ls = st[lead.id]
-        if ls["role"] != "leader" or not isinstance(ls["epoch"], int):
-            return None
-        for a in pool:
-            s = st[a.id]
-            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"], "value": None}:
-                return None
-            if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
-                return None
-        return (lead, ls, st)
-    try:
-        return poll(probe, timeout, what=what or "one leader and %d followers" % (len(pool) - 1))
-    except AssertionError as e:
-        raise AssertionError("%s; last statuses:\n%s" % (e, "\n".join(
-            "  %s: %s" % (k, json.dumps(v)) for k, v in last.get("st", {}).items()))) from None
 
 
 def leader_among(pool, timeout, what, min_epoch=None):
@@ -411,7 +380,7 @@ def test_a_paused_leader(agents, observer, election, recorder, checker, case, ti
     checker.start()
     recorder.start()
     pool = start_pool(agents, 3, session_timeout=timeout)
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     old_epoch = ls["epoch"]
     check_claim_matches(observer, election, lead, ls)
     old_node = observer.nodes_of(election, lead.id)
@@ -442,7 +411,7 @@ def test_a_paused_leader(agents, observer, election, recorder, checker, case, ti
     if parked["is_leader"]:
         assert parked["epoch"] > old_epoch, parked
 
-    lead2, ls2, st2 = settle(pool, what="a settled election after the pause")
+    lead2, ls2, st2 = settled(pool, what="a settled election after the pause")
     assert ls2["epoch"] > old_epoch, "epoch did not grow: %d -> %d" % (old_epoch, ls2["epoch"])
     check_claim_matches(observer, election, lead2, ls2)
     after = observer.nodes_of(election, lead.id)
@@ -485,7 +454,7 @@ def test_b_partition_shorter_than_session(agents, observer, election, recorder, 
     a1 = agents.new("a1", zk_hostport=p.hostport, session_timeout="4s")
     s = a1.wait_for(lambda s: s["is_leader"] is True, 30, what="a1 leads alone")
     a2 = agents.new("a2", session_timeout="4s")
-    lead, ls, _ = settle([a1, a2])
+    lead, ls, _ = settled([a1, a2])
     assert lead is a1
     e1 = ls["epoch"]
     T = s["session"]["timeout_ms"] / 1000.0
@@ -518,7 +487,7 @@ def test_b_partition_shorter_than_session(agents, observer, election, recorder, 
     assert name2 == name and stat2.ephemeralOwner == stat.ephemeralOwner, \
         "session or node changed: %s/%x -> %s/%x" % (name, stat.ephemeralOwner, name2,
                                                      stat2.ephemeralOwner)
-    lead, ls, _ = settle([a1, a2])
+    lead, ls, _ = settled([a1, a2])
     assert lead is a1 and ls["epoch"] > e1
     check_claim_matches(observer, election, a1, ls)
     figs = verify_run(recorder, checker)
@@ -540,7 +509,7 @@ def test_b_partition_past_session_timeout(agents, observer, election, recorder, 
     a1 = agents.new("a1", zk_hostport=p.hostport, session_timeout="4s")
     a1.wait_for(lambda s: s["is_leader"] is True, 30, what="a1 leads alone")
     a2 = agents.new("a2", session_timeout="4s")
-    lead, ls, _ = settle([a1, a2])
+    lead, ls, _ = settled([a1, a2])
     assert lead is a1
     e1 = ls["epoch"]
     (name, _, stat), = observer.nodes_of(election, "a1")
@@ -567,7 +536,7 @@ def test_b_partition_past_session_timeout(agents, observer, election, recorder, 
     name2, _, stat2 = got["a1"]
     assert uuid_of(name2) != uuid_of(name), "rejoin after expiry needs a new uuid (rule 8)"
     assert stat2.ephemeralOwner not in (0, stat.ephemeralOwner)
-    lead, ls, _ = settle([a1, a2])
+    lead, ls, _ = settled([a1, a2])
     assert lead is a2 and ls["epoch"] == s2["epoch"] > e1
     check_claim_matches(observer, election, a2, ls)
     figs = verify_run(recorder, checker)
@@ -587,7 +556,7 @@ def test_b_slow_link_delay(agents, observer, election, recorder, checker, proxie
     a1 = agents.new("a1", zk_hostport=p.hostport, session_timeout="4s")
     a1.wait_for(lambda s: s["is_leader"] is True, 30, what="a1 leads alone")
     a2 = agents.new("a2", session_timeout="4s")
-    lead, ls, _ = settle([a1, a2])
+    lead, ls, _ = settled([a1, a2])
     assert lead is a1
     p.delay(300)
     t0 = time.monotonic()
@@ -599,7 +568,7 @@ def test_b_slow_link_delay(agents, observer, election, recorder, checker, proxie
     a1.wait_for(lambda s: s["is_leader"] is False, 10, what="a1 to stop leading on a 4 s RTT")
     t_lost = time.monotonic()
     p.heal()
-    lead, ls2, _ = settle([a1, a2], timeout=60)
+    lead, ls2, _ = settled([a1, a2], timeout=60)
     assert ls2["epoch"] > ls["epoch"]
     figs = verify_run(recorder, checker)
     report("b/delay", leading_at_300ms=figs_mid[0], lease_left_ms_at_300ms=figs_mid[1],
@@ -633,7 +602,7 @@ def test_c_zk_server_paused(ens, ens_agents, ens_observer, election, ens_recorde
     ens_checker.start()
     ens_recorder.start()
     pool = ens_pool(ens_agents, ens)
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     e0 = ls["epoch"]
     got0 = one_node_each(ens_observer, election, pool)
     owners = {aid: c[2].ephemeralOwner for aid, c in got0.items()}
@@ -678,7 +647,7 @@ def test_c_zk_server_paused(ens, ens_agents, ens_observer, election, ens_recorde
     time.sleep(max(0.0, t0 + 3.0 - time.monotonic()))   # hold the fault >= 3 s
     srv.resume()
     ens.wait_quorum(90, expect=3, what="the resumed server back in the quorum")
-    lead2, ls2, _ = settle(pool, timeout=60)
+    lead2, ls2, _ = settled(pool, timeout=60)
     if lead in victims:
         rode = lead2 is lead and ls2["epoch"] == e0
         if not rode:
@@ -709,7 +678,7 @@ def test_c_zk_leader_killed(ens, ens_agents, ens_observer, election, ens_recorde
     ens_checker.start()
     ens_recorder.start()
     pool = ens_pool(ens_agents, ens)
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     e0 = ls["epoch"]
     zl = ens.leader()
     assert zl is not None
@@ -723,14 +692,14 @@ def test_c_zk_leader_killed(ens, ens_agents, ens_observer, election, ens_recorde
     # otherwise a new term needs a new epoch.
     new, s, t_new = leader_among(pool, 60, "a leader after the ZK leader died",
                                  min_epoch=e0 - 1)
-    lead2, ls2, _ = settle(pool, timeout=60)
+    lead2, ls2, _ = settled(pool, timeout=60)
     assert ls2["epoch"] > e0 or (lead2 is lead and ls2["epoch"] == e0 and
                                  "role leader -> unknown" not in lead.log_text())
     check_claim_matches(ens_observer, election, lead2, ls2)
     one_node_each(ens_observer, election, pool)
     zl.start()
     ens.wait_quorum(90, expect=3, what="the killed server back in the quorum")
-    lead3, ls3, _ = settle(pool, timeout=60)
+    lead3, ls3, _ = settled(pool, timeout=60)
     assert ls3["epoch"] >= ls2["epoch"]
     one_node_each(ens_observer, election, pool)
     figs = verify_run(ens_recorder, ens_checker)
@@ -746,7 +715,7 @@ def test_c_rolling_restart(ens, ens_agents, ens_observer, election, ens_recorder
     ens_checker.start()
     ens_recorder.start()
     pool = ens_pool(ens_agents, ens)
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     epochs = [ls["epoch"]]
     steps = []
     for srv in ens.servers:
@@ -755,7 +724,7 @@ def test_c_rolling_restart(ens, ens_agents, ens_observer, election, ens_recorder
         ens.wait_quorum(60, expect=2, what="quorum without zk%d" % srv.myid)
         srv.start()
         ens.wait_quorum(90, expect=3, what="zk%d back in the quorum" % srv.myid)
-        lead, ls, _ = settle(pool, timeout=60, what="one leader after restarting zk%d"
+        lead, ls, _ = settled(pool, timeout=60, what="one leader after restarting zk%d"
                              % srv.myid)
         assert ls["epoch"] >= epochs[-1]
         epochs.append(ls["epoch"])
@@ -799,7 +768,7 @@ def test_d_lost_create_reply(agents, observer, election, recorder, checker, prox
         "a1 uses %s, not the node it created (%s)" % (mine[0][0], name)
     check_claim_matches(observer, election, a1, s)
     a2 = agents.new("a2", session_timeout="4s")
-    settle([a1, a2])
+    settled([a1, a2])
     one_node_each(observer, election, [a1, a2])
     figs = verify_run(recorder, checker)
     report("d/lost-reply", leads_after_heal_s=t_lead - t_heal, held_s=t_heal - t_created,
@@ -858,7 +827,7 @@ def test_e_contenders_deleted(agents, observer, election, recorder, checker):
     checker.start()
     recorder.start()
     pool = start_pool(agents, 5, session_timeout="4s")
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     one_node_each(observer, election, pool)
     order = observer.contenders(election)
     assert order[0][1] == lead.id
@@ -876,7 +845,7 @@ def test_e_contenders_deleted(agents, observer, election, recorder, checker):
     t_rejoined = time.monotonic()
     for v in victims:
         assert got[v[1]][0] != v[0] and uuid_of(got[v[1]][0]) != uuid_of(v[0])
-    lead2, ls2, _ = settle(pool)
+    lead2, ls2, _ = settled(pool)
     assert lead2 is lead and ls2["epoch"] == ls["epoch"], "the untouched leader's term changed"
     figs = verify_run(recorder, checker)
     report("e/contenders-deleted", victims=[v[1] for v in victims],
@@ -890,7 +859,7 @@ def test_e_election_path_deleted(agents, observer, election, recorder, checker):
     checker.start()
     recorder.start()
     pool = start_pool(agents, 3, session_timeout="4s")
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     e0 = ls["epoch"]
     t0 = time.monotonic()
     kids = observer.zk.get_children(election)
@@ -900,7 +869,7 @@ def test_e_election_path_deleted(agents, observer, election, recorder, checker):
     lead.wait_for(lambda s: s["is_leader"] is False or s["epoch"] != e0, 10,
                   what="leader to step down")
     t_down = time.monotonic()
-    lead2, ls2, _ = settle(pool, timeout=60)
+    lead2, ls2, _ = settled(pool, timeout=60)
     t_lead = time.monotonic()
     assert ls2["epoch"] > e0
     check_claim_matches(observer, election, lead2, ls2)
@@ -920,7 +889,7 @@ def test_e_leader_node_deleted(agents, observer, election, recorder, checker):
     checker.start()
     recorder.start()
     pool = start_pool(agents, 3, session_timeout="9s")
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     e0 = ls["epoch"]
     (name, _, _), = observer.nodes_of(election, lead.id)
     order = observer.contenders(election)
@@ -935,7 +904,7 @@ def test_e_leader_node_deleted(agents, observer, election, recorder, checker):
     dt = t_down - t_del
     succ, s, t_succ = leader_among(pool, 30, "a successor", min_epoch=e0)
     assert succ is heir, "%s leads, %s was next in line" % (succ.id, heir.id)
-    lead2, ls2, _ = settle(pool)
+    lead2, ls2, _ = settled(pool)
     assert lead2 is heir and ls2["epoch"] > e0
     check_claim_matches(observer, election, heir, ls2)
     one_node_each(observer, election, pool)
@@ -960,7 +929,7 @@ def test_f_kill9_restart_same_id(agents, observer, election, recorder, checker, 
     checker.start()
     recorder.start()
     pool = start_pool(agents, 3, session_timeout="4s")
-    lead, ls, _ = settle(pool)
+    lead, ls, _ = settled(pool)
     e0 = ls["epoch"]
     order = observer.contenders(election)
     victim = lead if who == "leader" else [a for a in pool if a.id == order[-1][1]][0]
@@ -973,7 +942,7 @@ def test_f_kill9_restart_same_id(agents, observer, election, recorder, checker, 
          what="the killed process's node %s to expire" % name)
     t_exp = time.monotonic()
     got = one_node_each(observer, election, pool)
-    lead2, ls2, st2 = settle(pool)
+    lead2, ls2, st2 = settled(pool)
     t_settled = time.monotonic()
     if who == "leader":
         assert lead2 is not victim, "the restarted agent leads; its old node was lower"

@@ -184,6 +184,45 @@ class ZooKeeperServer:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def settled(pool, timeout=40, candidates=False, what=None):
+    """Wait until exactly one agent of `pool` leads and every other one is a
+    follower naming it with its epoch (and, with candidates=True, the leader
+    counts len(pool) candidates: it watches the queue; followers refresh
+    their count only when they list, at each change of leader, so theirs
+    may lag and is only checked to cover their own place in the queue).
+    Returns (leader_agent, leader_status, {id: status})."""
+    last = {}
+
+    def probe():
+        st = {a.id: a.status() for a in pool}
+        last["st"] = st
+        if any(s is None for s in st.values()):
+            return None
+        leaders = [a for a in pool if st[a.id]["is_leader"] is True]
+        if len(leaders) != 1:
+            return None
+        lead = leaders[0]
+        ls = st[lead.id]
+        if ls["role"] != "leader" or not isinstance(ls["epoch"], int):
+            return None
+        for a in pool:
+            s = st[a.id]
+            if candidates and a is lead and s["candidates"] != len(pool):
+                return None
+            if candidates and not (s["position"] < s["candidates"] <= len(pool)):
+                return None
+            if s["leader"] != {"id": lead.id, "epoch": ls["epoch"], "value": None}:
+                return None
+            if a is not lead and (s["role"] != "follower" or s["is_leader"] is not False):
+                return None
+        return (lead, ls, st)
+    try:
+        return poll(probe, timeout,
+                    what=what or "one leader and %d settled followers" % (len(pool) - 1))
+    except AssertionError as e:
+        raise AssertionError("%s; last statuses:\n%s" % (e, "\n".join(
+            "  %s: %s" % (k, json.dumps(v)) for k, v in last.get("st", {}).items()))) from None
+
 # --------------------------------------------------------------------------
 # HTTP over a Unix socket
 
