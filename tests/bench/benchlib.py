@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Shared helpers of the zkelect benchmarks (tests/bench/*.py).
 
-They reuse the integration harness (tests/integration/zkharness.py) by import:
+They reuse the integration harness (tests/integration/harness/zkharness.py) by import:
 ZooKeeperServer, Agent, AgentSet, poll. Benchmarks are not tests: they print
 figures and ratios against a reference measured in the same run and fail
 only on breakage (an exception, a process that dies, a deadline passed).
@@ -18,7 +18,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))  # test_*.py
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "harness"))
 
 BUILD = os.environ.get("ZKELECT_BUILD", os.path.join(ROOT, "build"))
 SRC_ZKELECTD = os.environ.get("ZKELECTD", os.path.join(BUILD, "agent", "zkelectd"))

@@ -9,7 +9,7 @@ loses its term, and before an agent can no longer start one?
     ZKELECTD=/path/to/old/zkelectd tests/bench/slowzk.py
 
 A real ZooKeeper (tickTime 200 ms); each agent reaches it through its own
-loopback proxy (tests/integration/zkproxy.py) that holds every chunk for
+loopback proxy (tests/integration/harness/zkproxy.py) that holds every chunk for
 f*T/2 in each direction, so that a round trip takes about f*T. For each
 fraction f, at once (each in its own election):
 

@@ -62,6 +62,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "harness"))
 
 # Snapshot the agent binary before importing the harness (which reads
 # ZKELECTD at import time): a rebuild of build/ during a long run must not
@@ -80,7 +81,8 @@ from zkharness import (AgentSet, Observer, StatusRecorder, ZooKeeperServer,  # n
                        new_election_path)
 from zkensemble import Ensemble  # noqa: E402
 from zkproxy import ZKProxy  # noqa: E402
-from test_faults import ZKChecker, finish, one_node_each, settle  # noqa: E402
+from test_faults import ZKChecker, finish, one_node_each  # noqa: E402
+from zkharness import settled as settle  # noqa: E402
 import zkrecords  # noqa: E402
 
 SESSION_TIMEOUTS = ["2s", "2.5s", "3s", "3.5s", "4s"]

@@ -14,13 +14,10 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import SLOW, free_port, poll  # noqa: E402
 from test_notify import ZKELECTCTL, markfile, marks, script  # noqa: E402,F401

@@ -11,13 +11,10 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import poll  # noqa: E402
 

@@ -7,13 +7,10 @@ when the agent does not answer."""
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from test_notify import ZKELECTCTL  # noqa: E402
+from zkharness import ZKELECTCTL  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(TOP, "completion/zkelectctl.bash")

@@ -17,13 +17,10 @@ import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import podmanharness  # noqa: E402
 from podmanharness import TOP  # noqa: E402

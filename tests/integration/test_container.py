@@ -9,16 +9,13 @@ Skipped only where podman cannot run a container (podmanharness)."""
 
 import os
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 import podmanharness  # noqa: E402
-from zkharness import Agent, poll, unix_request  # noqa: E402
+from zkharness import poll, unix_request  # noqa: E402
 
 
 @pytest.fixture(scope="module")

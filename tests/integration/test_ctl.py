@@ -13,21 +13,14 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import threading
 import time
 import uuid
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zkharness import ZKELECTCTL, SLOW, poll  # noqa: E402
 
-from zkharness import SLOW, poll  # noqa: E402
-
-ZKELECTCTL = os.environ.get(
-    "ZKELECTCTL",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl",
-                 "zkelectctl"))
 
 # $1 = marker file, $2 = "term" to stop on SIGTERM, "ignore" to need SIGKILL.
 COMMAND = """#!/bin/sh

@@ -22,15 +22,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import free_port, poll  # noqa: E402
 

@@ -10,9 +10,6 @@ agent's /metrics; each must be in README's metrics table.
 
 import os
 import re
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import Agent  # noqa: E402
 

@@ -6,11 +6,8 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import ZKELECTD  # noqa: E402
 

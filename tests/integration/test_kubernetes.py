@@ -19,16 +19,12 @@
 
 import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import ZKELECTD, poll, unix_request  # noqa: E402
 

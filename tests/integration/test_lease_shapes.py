@@ -11,18 +11,12 @@ lease"), against real ZooKeeper servers and real agents:
     one, and the log says once what that assumes.
 """
 
-import os
 import socket
 import subprocess
-import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zkharness import ZKELECTCTL, SLOW, poll  # noqa: E402
 
-from zkharness import SLOW, poll  # noqa: E402
-
-ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl", "zkelectctl"))
 
 
 def test_raised_timeout_is_said(agents):

@@ -12,16 +12,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from zkharness import SLOW, ZKELECTD, poll  # noqa: E402
+from zkharness import ZKELECTCTL, SLOW, ZKELECTD, poll  # noqa: E402
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(TOP, "build", "ctl", "zkelectctl"))
 
 
 def run(argv, timeout=20, **kw):

@@ -18,14 +18,8 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from zkharness import ZKELECTCTL, SLOW, PollAbort, poll  # noqa: E402
 
-from zkharness import SLOW, PollAbort, poll  # noqa: E402
-
-ZKELECTCTL = os.environ.get(
-    "ZKELECTCTL",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl",
-                 "zkelectctl"))
 
 HOOK = """#!/bin/sh
 # $1 = agent id, $2 = which hook

@@ -8,14 +8,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import SLOW, ZKELECTD, poll  # noqa: E402
 

@@ -15,11 +15,8 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import podmanharness  # noqa: E402
 

@@ -16,15 +16,12 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from zkharness import poll  # noqa: E402
+from zkharness import ZKELECTCTL, poll  # noqa: E402
 from partharness import (PartitionChecker, epochs, new_part_agent,  # noqa: E402
                          wait_settled)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "examples", "partitioned-runner", "worker.py")
-ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(ROOT, "build", "ctl", "zkelectctl"))
 STORE = os.path.join(ROOT, "examples", "partitioned-runner", "store.py")
 NAMES = [str(i) for i in range(6)]
 

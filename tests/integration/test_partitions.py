@@ -10,25 +10,17 @@ The small core tests of the agent side are in test_partitions_core.py.
 """
 
 import json
-import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from zkharness import SLOW, poll  # noqa: E402
+from zkharness import ZKELECTCTL, SLOW, poll  # noqa: E402
 from partharness import (PartitionChecker, claim, epochs, max_moves,  # noqa: E402
                          new_part_agent, plist, wait_settled)
 
-ZKELECTCTL = os.environ.get(
-    "ZKELECTCTL",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl",
-                 "zkelectctl"))
 
 N = 24
 NAMES = [str(i) for i in range(N)]

@@ -15,20 +15,16 @@ Figures (how long the leader was disconnected at each step, how much lease
 it had left) are printed; run with -s to see them.
 """
 
-import json
 import os
 import re
 import signal
-import stat
 import subprocess
 import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from zkharness import AgentSet, SLOW, StatusRecorder, check_single_leader, poll  # noqa: E402
+from zkharness import AgentSet, SLOW, StatusRecorder, poll  # noqa: E402
 from zkproxy import ZKProxy  # noqa: E402
 from zkensemble import ensemble  # noqa: E402,F401 - the module-scoped fixture
 

@@ -7,18 +7,13 @@ starts only after round trips under half of that (166 ms, 0.083 T), and
 once barred only after three in a row under 83 ms (doc/design.md, "A slow ZooKeeper").
 tests/bench/slowzk.py measures the figures the README states."""
 
-import os
 import re
 import subprocess
 import time
 
-from zkharness import SLOW, poll
+from zkharness import ZKELECTCTL, SLOW, poll
 
 T = 2.0
-ZKELECTCTL = os.environ.get(
-    "ZKELECTCTL",
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ctl",
-                 "zkelectctl"))
 
 
 def audit_counts(agent):

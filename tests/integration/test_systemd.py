@@ -18,12 +18,9 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import podmanharness  # noqa: E402
 from zkharness import poll  # noqa: E402

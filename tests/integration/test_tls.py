@@ -12,12 +12,9 @@ Skipped where stunnel4, keytool or openssl are missing
 
 import os
 import shutil
-import sys
 import uuid
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import AgentSet, poll  # noqa: E402
 

@@ -10,7 +10,6 @@ import re
 import time
 import uuid
 
-import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, NotEmptyError
 from kazoo.security import make_digest_acl

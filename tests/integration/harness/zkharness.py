@@ -22,8 +22,10 @@ import threading
 import time
 import uuid
 
-ZKELECTD = os.environ.get("ZKELECTD", os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "agent", "zkelectd"))
+TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                   "..", "..", ".."))
+ZKELECTD = os.environ.get("ZKELECTD", os.path.join(TOP, "build", "agent", "zkelectd"))
+ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(TOP, "build", "ctl", "zkelectctl"))
 ZK_JAR = os.environ.get("ZKELECT_TEST_ZK_JAR", "/usr/share/java/zookeeper.jar")
 ZK_EXTRA_JARS = ["/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"]
 

@@ -31,7 +31,8 @@ import time
 
 import pytest
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 IMAGE = "localhost/zkelect:latest"        # what compose.yaml's `image: zkelect` names
 BUILD_IMAGE = "localhost/zkelect-build:latest"
 BASE = "docker.io/library/debian:bookworm"

@@ -153,7 +153,7 @@ class TLSZooKeeper:
 
 
 STUNNEL_EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "examples/stunnel/zkelect-zookeeper.conf")
+    os.path.dirname(os.path.abspath(__file__))))), "examples/stunnel/zkelect-zookeeper.conf")
 
 
 class Stunnel:
