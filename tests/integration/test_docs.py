@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 """The reference documentation covers what the code accepts and exports.
 
+The man pages are the one reference for the configuration and the API.
 The configuration keys come from the key tables in agent/config.c (the one
 place the agent learns what a key is); each must be described in
-zkelect.yaml(5) and in doc/design.md's configuration table, and every key
-of that table must be one the agent accepts. The metrics come from a real
-agent's /metrics; each must be in README's metrics table.
+zkelect.yaml(5). The endpoints come from api.c's router and the fields
+from real agents' documents (with and without partitions); each must be
+in zkelectd(8)'s LOCAL API section. The metrics come from a real agent's
+/metrics; each must be in README's metrics table.
 """
 
 import os
@@ -71,34 +73,65 @@ def test_every_config_key_is_in_the_man_page():
         % missing
 
 
-def design_table_keys():
-    design = read("doc/design.md")
-    start = design.index("| key | default | meaning and checks |")
-    table = design[start:design.index("\n\n", start)]
-    keys = []
-    for row in table.splitlines()[2:]:
-        first = row.split("|")[1]
-        names = re.findall(r"`([a-z_.]+)`", first)
-        base = None
-        for n in names:
-            if n.startswith("."):       # `zookeeper.auth.scheme`, `.credentials`
-                keys.append(tuple(base[:-1]) + (n[1:],))
-            else:
-                base = n.split(".")
-                keys.append(tuple(base))
-    return keys
+def man_local_api():
+    """zkelectd(8)'s LOCAL API section, as plain text (roff escapes and
+    font requests dropped)."""
+    man = read("doc/zkelectd.8")
+    sec = man[man.index(".SH LOCAL API"):]
+    sec = sec[:sec.index("\n.SH ", 1)]
+    sec = re.sub(r"^\.(?:B|BI|BR|RB|IR|I)\s+", "", sec, flags=re.M)
+    return sec.replace("\\-", "-").replace('"', " ")
 
 
-def test_every_config_key_is_in_the_design_table():
-    documented = set(design_table_keys())
-    missing = [".".join(k) for k in config_keys() if k not in documented]
-    assert missing == [], "keys missing from doc/design.md's configuration table: %s" % missing
+def test_every_endpoint_is_in_the_man_page():
+    src = read("agent/api.c")
+    routes = re.findall(r"strn?cmp\(target, \"(/[^\"]*)\"", src)
+    assert "/v1/status" in routes and "/metrics" in routes, routes
+    text = man_local_api()
+    missing = [r for r in routes if r not in text]
+    assert missing == [], "endpoints the agent routes but zkelectd(8) does not name: %s" \
+        % missing
 
 
-def test_the_design_table_names_no_key_the_agent_refuses():
-    accepted = set(config_keys())
-    unknown = [".".join(k) for k in design_table_keys() if k not in accepted]
-    assert unknown == [], "doc/design.md documents keys the agent does not accept: %s" % unknown
+def documented_field(text, name):
+    """A field is described where its name stands alone: a tagged
+    paragraph (.TP/.B name) or a name in a list of them."""
+    return re.search(r"(?<![\w.])%s(?![\w])" % re.escape(name), text) is not None
+
+
+def test_every_status_field_is_in_the_man_page(tmp_path):
+    # No ZooKeeper needed: the agent answers while it keeps trying. With
+    # partitions, both documents; without, the plain status document.
+    plain = Agent(str(tmp_path), "127.0.0.1:1", "/zkelect/docs", "docs")
+    parted = Agent(str(tmp_path), "127.0.0.1:1", "/zkelect/docs2", "docs2",
+                   extra_yaml="partitions:\n  count: 2\n")
+    docs = []
+    for agent in (plain, parted):
+        agent.start()
+        try:
+            docs.append(agent.get("/v1/status", timeout=5).json())
+            if agent is parted:
+                docs.append(agent.get("/v1/partitions", timeout=5).json())
+        finally:
+            agent.stop()
+    fields = set()
+
+    def walk(d):
+        for k, v in d.items():
+            fields.add(k)
+            if isinstance(v, dict):
+                walk(v)
+            elif isinstance(v, list):
+                for x in v:
+                    if isinstance(x, dict):
+                        walk(x)
+    for d in docs:
+        walk(d)
+    assert {"is_leader", "epoch", "session", "state", "partitions", "members"} <= fields, fields
+    text = man_local_api()
+    missing = sorted(f for f in fields if not documented_field(text, f))
+    assert missing == [], "fields the agent answers with but zkelectd(8) does not " \
+        "describe: %s" % missing
 
 
 def test_every_metric_is_in_the_readme(tmp_path):
