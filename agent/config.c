@@ -29,7 +29,6 @@
 
 #include "config.h"
 
-#define DEFAULT_SOCKET		"/run/zkelect/zkelect.sock"
 #define DEFAULT_SOCKET_MODE	0660
 #define DEFAULT_SESSION_MS	6000
 #define DEFAULT_HOOK_MS		10000
@@ -1226,7 +1225,7 @@ config_load(const char *file, FILE *errs)
 	set_string(&conf->file, file);
 	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
 	conf->election_candidate = true;
-	set_string(&conf->api_socket, DEFAULT_SOCKET);
+	set_string(&conf->api_socket, CONFIG_DEFAULT_SOCKET);
 	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
 	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
 	conf->log_level = LOG_INFO;

@@ -87,6 +87,8 @@ int config_parse_signal(const char *text);
 /* The configuration zkelectd and zkelectctl read when given none (and no
  * $ZKELECT_CONFIG): where the package installs it. */
 #define CONFIG_DEFAULT_FILE	"/etc/zkelect/zkelect.yaml"
+/* api.socket when not set, and the socket zkelectctl asks by default. */
+#define CONFIG_DEFAULT_SOCKET	"/run/zkelect/zkelect.sock"
 
 /*
  * A script's #! interpreter, checked as the kernel will need it: -1 with

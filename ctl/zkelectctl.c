@@ -33,9 +33,7 @@
 #include "ctl.h"
 #include "version.h"
 
-#define DEFAULT_SOCKET	"/run/zkelect/zkelect.sock"
-
-static const char *socket_path = DEFAULT_SOCKET;
+static const char *socket_path = CONFIG_DEFAULT_SOCKET;
 static const char *partition;	/* -p NAME: that partition, not the election */
 
 static void
@@ -77,7 +75,7 @@ usage(FILE *f)
 	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
-	    "                      " DEFAULT_SOCKET ")\n"
+	    "                      " CONFIG_DEFAULT_SOCKET ")\n"
 	    "  -h, --help          this help\n"
 	    "  -V, --version       print the version\n"
 	    "\n"
