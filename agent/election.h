@@ -39,8 +39,7 @@ enum election_role {
 
 /*
  * Why the role changed. The names (election_reason_name) are what users
- * read: the API's role_reason, the log, the metric labels, the hooks'
- * environment.
+ * read: the API's role_reason, the log, the metric labels.
  */
 enum election_reason {
 	REASON_NONE,		/* no change yet */
