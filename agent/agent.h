@@ -56,7 +56,7 @@ struct agent_members {
 
 struct agent_transition_count {
 	int		 to;			/* enum election_role */
-	const char	*reason;		/* a string constant of election.c */
+	enum election_reason reason;		/* REASON_NONE: a free slot */
 	uint64_t	 count;
 };
 
@@ -89,41 +89,5 @@ struct agent {
 	bool			 stop_now;	/* second signal, or the stop timed out */
 	int			 exit_code;
 };
-
-/* zk.c: the driver that turns election actions into ZooKeeper calls. */
-struct zk *zk_open(struct agent *agent);
-void zk_close(struct zk *zk);
-/* Feeds one event to the election and performs the resulting actions. */
-void zk_feed(struct zk *zk, struct election_event *ev);
-/* Tells the election (from the loop) that the app has been told of a loss. */
-void zk_notified(struct zk *zk, uint64_t told);
-/* The same for one partition's election. */
-void zk_part_notified(struct zk *zk, struct part *pt, uint64_t told);
-/* Feeds one event to one partition's election. */
-void zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev);
-/* Partitions: a graceful stop (delete the member node, hand over, stop). */
-void zk_parts_stop(struct zk *zk);
-/* The election that speaks for the session (the single one, or the first
- * partition's). */
-struct election *zk_session_election(struct agent *agent);
-/* The ZooKeeper client's last complaint ("" if none since the handle opened). */
-void zk_last_error(char *buf, size_t len);
-
-/* api.c: the local HTTP API on the Unix socket and the TCP listener. */
-struct api *api_open(struct agent *agent);
-void api_close(struct api *api);
-/* Called after every election step whose report changed (long polls). */
-void api_changed(struct api *api);
-
-/* main.c */
-/* The status report changed: wake long polls, update systemd's STATUS. */
-void agent_changed(struct agent *agent);
-/* The election told us our role changed: log it once, tell the app. */
-void agent_notify(struct agent *agent, const struct election_action *a);
-/* The same for a partition's election. */
-void agent_notify_part(struct agent *agent, struct part *pt,
-    const struct election_action *a);
-/* A partition's report changed (long polls on /v1/partitions). */
-void agent_parts_changed(struct agent *agent);
 
 #endif

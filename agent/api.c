@@ -42,7 +42,9 @@
 #include "clock.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "watchdog.h"
+#include "zk.h"
 
 #define API_MAX_CONNS		256	/* slots: connections not closing */
 #define API_MAX_CLOSING		256	/* connections sending their last answer */
@@ -100,8 +102,8 @@ struct api {
 	int			 nconns;	/* not closing */
 	int			 nclosing;
 	struct api_conn_q	 queues[CONN_NEW];
-	uint64_t		 requests[API_ENDPOINT_MAX][API_CODE_MAX];
 	struct api_stats	 stats;
+	struct api_cb		 cb;
 	/* Out of descriptors: a spare one, and accepts paused until a
 	 * descriptor is free (or the retry timer). */
 	int			 reserve_fd;
@@ -119,6 +121,20 @@ static void	api_write_cb(struct bufferevent *, void *);
 static void	api_event_cb(struct bufferevent *, short, void *);
 static void	api_conn_update(struct api_conn *);
 static void	api_accept_resume(struct api *);
+
+/* The figures for the metrics, as of now. */
+static const struct api_stats *
+api_stats_now(struct api *api)
+{
+	struct api_conn *c;
+
+	api->stats.connections = (uint64_t)api->nconns;
+	api->stats.closing = (uint64_t)api->nclosing;
+	api->stats.long_polls = 0;
+	TAILQ_FOREACH(c, &api->queues[CONN_WAITING], entry)
+		api->stats.long_polls++;
+	return &api->stats;
+}
 
 static const char *
 api_reason(int code)
@@ -298,10 +314,10 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	/* Why the role is what it is: the reason of its last change. */
 	evbuffer_add_printf(out, ",\"role_reason\":");
 	if (role != r.role)
-		api_json_string(out, "lease lapsed");	/* the tick is due */
+		/* The tick is due. */
+		api_json_string(out, election_reason_name(REASON_LEASE_LAPSED));
 	else
-		api_json_string(out, e->role_reason != NULL ? e->role_reason :
-		    "starting");
+		api_json_string(out, election_reason_name(e->role_reason));
 	evbuffer_add_printf(out, "}\n");
 }
 
@@ -501,7 +517,7 @@ api_respond(struct api_conn *c, enum api_endpoint ep, int code,
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	const char *conn = "";
 
-	c->api->requests[ep][api_code_index(code)]++;
+	c->api->stats.requests[ep][api_code_index(code)]++;
 	c->api->agent->stats.api_requests++;
 	if (!c->keepalive)
 		conn = "Connection: close\r\n";
@@ -664,7 +680,6 @@ static void
 api_handle_resign(struct api_conn *c, const char *query)
 {
 	struct agent *agent = c->api->agent;
-	struct election_event ev;
 	struct evbuffer *body;
 	char *hold = NULL, msg[64];
 	uint64_t hold_ms = 0;
@@ -699,11 +714,7 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, msg, NULL);
 		return;
 	}
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_RESIGN;
-	ev.now = clock_now_ms();
-	ev.hold_ms = hold_ms;
-	zk_feed(agent->zk, &ev);
+	c->api->cb.resign(c->api->cb.arg, hold_ms);
 	body = evbuffer_new();
 	evbuffer_add_printf(body, "{\"resigned\":true,\"hold_ms\":%" PRIu64 "}\n",
 	    hold_ms);
@@ -801,7 +812,8 @@ api_route(struct api_conn *c, const struct http_request *req)
 		break;
 	case API_METRICS:
 		body = evbuffer_new();
-		api_metrics(c->api, clock_now_ms(), body);
+		metrics_write(c->api->agent, api_stats_now(c->api),
+		    clock_now_ms(), body);
 		api_respond(c, ep, 200, body,
 		    "text/plain; version=0.0.4; charset=utf-8", NULL);
 		evbuffer_free(body);
@@ -1443,7 +1455,7 @@ api_listen_tcp(struct api *api, const char *listen)
 }
 
 struct api *
-api_open(struct agent *agent)
+api_open(struct agent *agent, const struct api_cb *cb)
 {
 	struct api *api;
 	int i;
@@ -1452,6 +1464,7 @@ api_open(struct agent *agent)
 	if (api == NULL)
 		return NULL;
 	api->agent = agent;
+	api->cb = *cb;
 	for (i = 0; i < CONN_NEW; i++)
 		TAILQ_INIT(&api->queues[i]);
 	/* A spare descriptor, given up when accept runs out of them. */
@@ -1506,32 +1519,4 @@ api_close(struct api *api)
 		close(api->reserve_fd);
 	free(api->socket_path);
 	free(api);
-}
-
-/* The request counter for the metrics. */
-uint64_t
-api_request_count(const struct api *api, enum api_endpoint ep, int code_index)
-{
-	return api->requests[ep][code_index];
-}
-
-/* The connection figures for the metrics. */
-const struct api_stats *
-api_get_stats(struct api *api)
-{
-	struct api_conn *c;
-
-	api->stats.connections = (uint64_t)api->nconns;
-	api->stats.closing = (uint64_t)api->nclosing;
-	api->stats.long_polls = 0;
-	TAILQ_FOREACH(c, &api->queues[CONN_WAITING], entry)
-		api->stats.long_polls++;
-	return &api->stats;
-}
-
-/* The agent behind this API, for the metrics writer. */
-struct agent *
-api_agent(struct api *api)
-{
-	return api->agent;
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+struct agent;
 struct evbuffer;
 struct api;
 struct election;
@@ -25,8 +26,9 @@ enum api_accept_cause {
 };
 #define API_ACCEPT_CAUSE_NAMES	{ "EMFILE", "ENFILE", "ENOMEM", "other" }
 
-/* Connection figures for the metrics. */
+/* The API's figures for the metrics. */
 struct api_stats {
+	uint64_t	requests[API_ENDPOINT_MAX][API_CODE_MAX]; /* answered */
 	uint64_t	connections;		/* open, not closing */
 	uint64_t	closing;		/* sending their last answer */
 	uint64_t	long_polls;		/* parked */
@@ -37,13 +39,20 @@ struct api_stats {
 	uint64_t	accept_errors[API_ACCEPT_CAUSES];
 };
 
+/* What the API asks of the rest of the agent (main.c wires it). */
+struct api_cb {
+	/* POST /v1/resign: hand the term over, stay out for hold_ms. */
+	void	(*resign)(void *arg, uint64_t hold_ms);
+	void	*arg;
+};
+
+/* api.c: the local HTTP API on the Unix socket and the TCP listener. */
+struct api *api_open(struct agent *agent, const struct api_cb *cb);
+void api_close(struct api *api);
+/* Called after every election step whose report changed (long polls). */
+void api_changed(struct api *api);
+
 void api_json_string(struct evbuffer *out, const char *s);
 void api_status_json(const struct election *e, uint64_t now, struct evbuffer *out);
-uint64_t api_request_count(const struct api *api, enum api_endpoint ep, int code_index);
-const struct api_stats *api_get_stats(struct api *api);
-
-/* metrics.c: the Prometheus text exposition of GET /metrics. */
-void api_metrics(struct api *api, uint64_t now, struct evbuffer *out);
-struct agent *api_agent(struct api *api);
 
 #endif

@@ -26,14 +26,15 @@
 
 static void	election_rejoin(struct election *, struct election_actions *);
 static void	election_create(struct election *, struct election_actions *);
-static void	election_lose(struct election *, enum election_role, const char *,
+static void	election_lose(struct election *, enum election_role,
+		    enum election_reason,
 		    struct election_actions *);
 static void	election_set_ahead(struct election *, char *const *, int);
 static void	election_takeover(struct election *, struct election_actions *);
 static void	election_let_go(struct election *, struct election_actions *);
-static void	election_lose_standing(struct election *, const char *,
+static void	election_lose_standing(struct election *, enum election_reason,
 		    struct election_actions *);
-static void	election_release(struct election *, const char *,
+static void	election_release(struct election *, enum election_reason,
 		    struct election_actions *);
 static bool	election_barred(const struct election *);
 static uint64_t	election_jitter(const struct election *, unsigned);
@@ -47,6 +48,42 @@ election_role_name(enum election_role role)
 	case ELECTION_OBSERVER:	return "observer";
 	default:		return "unknown";
 	}
+}
+
+const char *
+election_reason_name(enum election_reason reason)
+{
+	/* REASON_NONE: as the API says it before the first change. */
+	static const char *const names[REASON_MAX] = {
+		[REASON_NONE] = "starting",
+		[REASON_ACCESS_REFUSED] = "access refused (NOAUTH)",
+		[REASON_AUTH_FAILED] = "authentication failed",
+		[REASON_CLAIM_OVERWRITTEN] = "claim overwritten",
+		[REASON_CLAIMED] = "claimed",
+		[REASON_OBSERVER_SERVER] = "connected to an observer",
+		[REASON_CONNECTION_LOST] = "connection lost",
+		[REASON_PATH_DELETED] = "election path deleted",
+		[REASON_LEASE_LAPSED_DISCONNECTED] =
+		    "lease lapsed while disconnected",
+		[REASON_LEASE_LAPSED] = "lease lapsed",
+		[REASON_NAMED] = "named by the last leader",
+		[REASON_NEW_SESSION] = "new session",
+		[REASON_NO_LEASE] = "no lease can be proven",
+		[REASON_NO_LONGER_LOWEST] = "no longer lowest",
+		[REASON_NOT_ASSIGNED] = "not assigned",
+		[REASON_OBSERVING] = "observing",
+		[REASON_OWN_NODE_DELETED] = "own node deleted",
+		[REASON_OWN_NODE_VANISHED] = "own node vanished",
+		[REASON_QUEUED] = "queued",
+		[REASON_READONLY_SERVER] = "read-only server",
+		[REASON_REASSIGNED] = "reassigned",
+		[REASON_REQUEST_FAILED] = "request failed",
+		[REASON_RESIGNED] = "resigned",
+		[REASON_SESSION_EXPIRED] = "session expired",
+		[REASON_STOPPING] = "stopping",
+	};
+
+	return names[reason];
 }
 
 const char *
@@ -319,7 +356,7 @@ election_push(struct election *e, struct election_actions *out,
  */
 static void
 election_set_role(struct election *e, enum election_role role,
-    const char *reason, bool wait, struct election_actions *out)
+    enum election_reason reason, bool wait, struct election_actions *out)
 {
 	struct election_action *a;
 
@@ -429,7 +466,7 @@ election_retry(struct election *e, struct election_actions *out)
 {
 	/* Whatever failed, a leader is not sure any more (rule 4). */
 	if (e->role == ELECTION_LEADER)
-		election_lose_standing(e, "request failed", out);
+		election_lose_standing(e, REASON_REQUEST_FAILED, out);
 	election_backoff(e);
 	e->next_renew = 0;
 	e->phase = PHASE_IDLE;
@@ -459,7 +496,8 @@ election_init(struct election *e, const char *id, const char *value,
 
 /* Leadership ends here for every reason but a graceful release. */
 static void
-election_lose(struct election *e, enum election_role role, const char *reason,
+election_lose(struct election *e, enum election_role role,
+    enum election_reason reason,
     struct election_actions *out)
 {
 	election_set_role(e, role, reason, false, out);
@@ -473,7 +511,7 @@ election_lose(struct election *e, enum election_role role, const char *reason,
  * session expired, someone else's claim) a successor may lead already.
  */
 static void
-election_lose_standing(struct election *e, const char *reason,
+election_lose_standing(struct election *e, enum election_reason reason,
     struct election_actions *out)
 {
 	int n = out->n;
@@ -568,7 +606,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 	case SESSION_CONNECTED:
 		if (e->session_id != 0 && e->session_id != ev->session_id) {
 			/* Another session: nothing of the old one holds. */
-			election_lose(e, ELECTION_UNKNOWN, "new session", out);
+			election_lose(e, ELECTION_UNKNOWN, REASON_NEW_SESSION, out);
 			election_forget_session(e);
 		}
 		if (e->session_id != ev->session_id) {
@@ -618,7 +656,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		/* Rule 8: nothing of the old session survives. */
 		if (e->riding_since != 0)
 			e->rides_lost++;
-		election_lose(e, ELECTION_UNKNOWN, "session expired", out);
+		election_lose(e, ELECTION_UNKNOWN, REASON_SESSION_EXPIRED, out);
 		election_forget_session(e);
 		if (e->stopping) {
 			e->phase = PHASE_STOPPED;
@@ -635,7 +673,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 		return;
 	case SESSION_AUTH_FAILED:
 		/* Rule 12; the handle is dead, retry with a new one. */
-		election_lose(e, ELECTION_UNKNOWN, "authentication failed", out);
+		election_lose(e, ELECTION_UNKNOWN, REASON_AUTH_FAILED, out);
 		election_forget_session(e);
 		if (e->stopping) {
 			e->phase = PHASE_STOPPED;
@@ -668,8 +706,8 @@ election_on_session(struct election *e, const struct election_event *ev,
 		if (e->riding_since != 0)
 			e->rides_lost++;
 		election_lose_standing(e,
-		    ev->session == SESSION_READONLY ? "read-only server" :
-		    "connection lost", out);
+		    ev->session == SESSION_READONLY ? REASON_READONLY_SERVER :
+		    REASON_CONNECTION_LOST, out);
 		e->term_epoch = 0;
 		if (e->phase != PHASE_HOLDING && e->phase != PHASE_RELEASING &&
 		    e->phase != PHASE_DELETING)
@@ -888,7 +926,8 @@ election_evaluate(struct election *e, char **sorted, int n,
 	if (!e->candidate) {
 		e->position = -1;
 		if (e->role != ELECTION_OBSERVER)
-			election_set_role(e, ELECTION_OBSERVER, "observing", false, out);
+			election_set_role(e, ELECTION_OBSERVER, REASON_OBSERVING,
+			    false, out);
 		return;
 	}
 
@@ -911,7 +950,7 @@ election_evaluate(struct election *e, char **sorted, int n,
 			mine = i;
 	if (mine < 0) {
 		/* Our node is gone (deleted by hand?): rejoin at the back. */
-		election_lose(e, ELECTION_UNKNOWN, "own node vanished", out);
+		election_lose(e, ELECTION_UNKNOWN, REASON_OWN_NODE_VANISHED, out);
 		e->position = -1;
 		e->term_epoch = 0;
 		election_recreate(e, out);
@@ -930,7 +969,8 @@ election_evaluate(struct election *e, char **sorted, int n,
 	}
 	/* Rule 4: not the lowest, so not the leader. */
 	election_set_role(e, ELECTION_FOLLOWER,
-	    e->role == ELECTION_LEADER ? "no longer lowest" : "queued", false, out);
+	    e->role == ELECTION_LEADER ? REASON_NO_LONGER_LOWEST : REASON_QUEUED,
+	    false, out);
 	e->term_epoch = 0;
 	snprintf(e->predecessor, sizeof(e->predecessor), "%s", sorted[mine - 1]);
 	e->phase = PHASE_WATCHING;
@@ -977,7 +1017,7 @@ election_on_children(struct election *e, const struct election_event *ev,
 		/* Rule 9: the parent went away, and our node with it. */
 		if (e->role == ELECTION_LEADER)
 			election_lose(e, ELECTION_UNKNOWN,
-			    "election path deleted", out);
+			    REASON_PATH_DELETED, out);
 		election_forget_view(e);
 		e->node[0] = '\0';
 		e->uuid[0] = '\0';	/* nothing created under it yet */
@@ -1147,7 +1187,7 @@ election_takeover(struct election *e, struct election_actions *out)
  * term would flap: leader, unknown, leader under a new epoch).
  */
 static void
-election_try_lead(struct election *e, const char *reason,
+election_try_lead(struct election *e, enum election_reason reason,
     struct election_actions *out)
 {
 	if ((e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING) ||
@@ -1223,7 +1263,7 @@ election_on_claimed(struct election *e, const struct election_event *ev,
 		election_note_acked(e, e->claim_sent);
 		e->term_epoch = (uint64_t)ev->zxid;
 		e->taken_epoch = e->term_epoch;
-		election_try_lead(e, "claimed", out);
+		election_try_lead(e, REASON_CLAIMED, out);
 		return;
 	}
 	if (ev->rc == ZNONODE) {
@@ -1247,7 +1287,7 @@ election_self_deleted(struct election *e, struct election_actions *out)
 	    e->phase == PHASE_HOLDING || e->phase == PHASE_STOPPED ||
 	    e->node[0] == '\0')
 		return;
-	election_lose(e, ELECTION_UNKNOWN, "own node deleted", out);
+	election_lose(e, ELECTION_UNKNOWN, REASON_OWN_NODE_DELETED, out);
 	election_next_gen(e);
 	election_forget_view(e);
 	e->term_epoch = 0;
@@ -1313,7 +1353,7 @@ election_decide(struct election *e, struct election_actions *out)
 	if (election_named(e)) {
 		e->term_epoch = e->claim_epoch;
 		e->taken_epoch = e->term_epoch;
-		election_try_lead(e, "named by the last leader", out);
+		election_try_lead(e, REASON_NAMED, out);
 		if (e->phase == PHASE_TAKEOVER && !e->renew_inflight)
 			e->next_renew = e->now;	/* earn a lease now */
 	} else
@@ -1398,7 +1438,7 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	if (e->phase == PHASE_LEADING && e->claim_epoch != e->epoch) {
 		/* Someone wrote the election node while we lead: the view
 		 * and our term disagree. Stop, and look again. */
-		election_lose(e, ELECTION_UNKNOWN, "claim overwritten", out);
+		election_lose(e, ELECTION_UNKNOWN, REASON_CLAIM_OVERWRITTEN, out);
 		election_next_gen(e);
 		e->phase = PHASE_LISTING;
 		election_push(e, out, ACT_LIST, NULL);
@@ -1443,7 +1483,7 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			/* Rule 4: it cannot renew, nor prove anything. */
 			if (e->role == ELECTION_LEADER)
 				election_lose_standing(e,
-				    "access refused (NOAUTH)", out);
+				    REASON_ACCESS_REFUSED, out);
 			election_retry(e, out);
 		}
 		/* Other errors: the lease runs down, or a session event comes. */
@@ -1480,7 +1520,8 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 
 	if (e->phase == PHASE_LEADING) {
 		if (e->claim_epoch != e->epoch) {
-			election_lose(e, ELECTION_UNKNOWN, "claim overwritten", out);
+			election_lose(e, ELECTION_UNKNOWN,
+			    REASON_CLAIM_OVERWRITTEN, out);
 			election_next_gen(e);
 			e->phase = PHASE_LISTING;
 			election_push(e, out, ACT_LIST, NULL);
@@ -1511,8 +1552,8 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			election_push(e, out, ACT_LIST, NULL);
 			return;
 		}
-		election_try_lead(e, e->phase == PHASE_CLAIMING ? "claimed" :
-		    "named by the last leader", out);
+		election_try_lead(e, e->phase == PHASE_CLAIMING ? REASON_CLAIMED :
+		    REASON_NAMED, out);
 	}
 }
 
@@ -1601,7 +1642,7 @@ election_let_go(struct election *e, struct election_actions *out)
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */
 static void
-election_release(struct election *e, const char *reason,
+election_release(struct election *e, enum election_reason reason,
     struct election_actions *out)
 {
 	bool leading = e->role == ELECTION_LEADER;
@@ -1704,7 +1745,7 @@ election_lapse(struct election *e, struct election_actions *out)
 	if (e->riding_since != 0)
 		e->rides_lost++;
 	election_lose_standing(e, e->riding_since != 0 ?
-	    "lease lapsed while disconnected" : "lease lapsed", out);
+	    REASON_LEASE_LAPSED_DISCONNECTED : REASON_LEASE_LAPSED, out);
 	election_next_gen(e);
 	e->next_renew = 0;
 	if (e->session == SESSION_CONNECTED) {
@@ -1794,7 +1835,7 @@ election_leave_observer(struct election *e, struct election_actions *out)
 	    e->phase != PHASE_STOPPED) {
 		e->off_queue = true;
 		election_release(e, e->server == SERVER_OBSERVER ?
-		    "connected to an observer" : "no lease can be proven", out);
+		    REASON_OBSERVER_SERVER : REASON_NO_LEASE, out);
 	}
 	at = election_observer_kick_at(e);
 	if (at == 0 || e->now < at)
@@ -1903,7 +1944,7 @@ election_on_resign(struct election *e, const struct election_event *ev,
 	if (e->phase == PHASE_RELEASING || e->phase == PHASE_DELETING ||
 	    e->phase == PHASE_HOLDING)
 		return;
-	election_release(e, "resigned", out);
+	election_release(e, REASON_RESIGNED, out);
 }
 
 /* Partitions: the session's renewal was sent now (see election.h). */
@@ -1985,12 +2026,12 @@ election_parked_step(struct election *e, struct election_actions *out)
 		return;
 	if (e->phase == PHASE_LEADING && e->role == ELECTION_LEADER &&
 	    e->succ[0] != '\0' && e->succ_datalen >= 0) {
-		election_release(e, "reassigned", out);
+		election_release(e, REASON_REASSIGNED, out);
 		return;
 	}
 	if (e->phase == PHASE_WATCHING ||
 	    (e->phase == PHASE_LISTING && e->node[0] != '\0')) {
-		election_release(e, "not assigned", out);
+		election_release(e, REASON_NOT_ASSIGNED, out);
 		return;
 	}
 	if (e->phase == PHASE_HOLDING && !e->parked_watch &&
@@ -2006,16 +2047,16 @@ election_on_stop(struct election *e, struct election_actions *out)
 	e->stopping = true;
 	if (e->phase == PHASE_RELEASING) {
 		/* Finish the release under way, then exit (rule 10). */
-		election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
+		election_set_role(e, ELECTION_UNKNOWN, REASON_STOPPING, false, out);
 		return;
 	}
 	if (e->phase == PHASE_DELETING) {
-		election_set_role(e, ELECTION_UNKNOWN, "stopping", false, out);
+		election_set_role(e, ELECTION_UNKNOWN, REASON_STOPPING, false, out);
 		if (e->session != SESSION_CONNECTED)
 			election_let_go(e, out);	/* exits */
 		return;
 	}
-	election_release(e, "stopping", out);
+	election_release(e, REASON_STOPPING, out);
 }
 
 static bool

@@ -37,6 +37,39 @@ enum election_role {
 	ELECTION_OBSERVER,
 };
 
+/*
+ * Why the role changed. The names (election_reason_name) are what users
+ * read: the API's role_reason, the log, the metric labels.
+ */
+enum election_reason {
+	REASON_NONE,		/* no change yet */
+	REASON_ACCESS_REFUSED,
+	REASON_AUTH_FAILED,
+	REASON_CLAIM_OVERWRITTEN,
+	REASON_CLAIMED,
+	REASON_OBSERVER_SERVER,
+	REASON_CONNECTION_LOST,
+	REASON_PATH_DELETED,
+	REASON_LEASE_LAPSED_DISCONNECTED,
+	REASON_LEASE_LAPSED,
+	REASON_NAMED,
+	REASON_NEW_SESSION,
+	REASON_NO_LEASE,
+	REASON_NO_LONGER_LOWEST,
+	REASON_NOT_ASSIGNED,
+	REASON_OBSERVING,
+	REASON_OWN_NODE_DELETED,
+	REASON_OWN_NODE_VANISHED,
+	REASON_QUEUED,
+	REASON_READONLY_SERVER,
+	REASON_REASSIGNED,
+	REASON_REQUEST_FAILED,
+	REASON_RESIGNED,
+	REASON_SESSION_EXPIRED,
+	REASON_STOPPING,
+	REASON_MAX
+};
+
 enum election_session {
 	SESSION_CONNECTING,	/* no usable connection (also before the first) */
 	SESSION_CONNECTED,
@@ -180,7 +213,7 @@ struct election_action {
 	int		 datalen;
 	/* ACT_NOTIFY */
 	enum election_role from, to;
-	const char	*reason;
+	enum election_reason reason;
 	bool		 wait;		/* answer with EV_NOTIFIED: every loss
 					   of leadership; a release waits for it */
 	uint64_t	 told;		/* the loss's number, for EV_NOTIFIED */
@@ -330,7 +363,7 @@ struct election {
 	uint64_t	 self_watch_sent;  /* ... our node's */
 
 	/* reporting */
-	const char	*role_reason;	/* of the last role change; NULL: none */
+	enum election_reason role_reason; /* of the last role change */
 	uint64_t	 now;		/* of the event being applied */
 	uint64_t	 index;
 	struct election_report last;
@@ -385,6 +418,7 @@ uint64_t election_next_tick(const struct election *e);
 int64_t election_node_seq(const char *name);
 
 const char *election_role_name(enum election_role role);
+const char *election_reason_name(enum election_reason reason);
 const char *election_session_name(enum election_session s);
 const char *election_phase_name(enum election_phase p);
 const char *election_action_name(enum election_action_type t);

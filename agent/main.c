@@ -21,6 +21,7 @@
 #include <event2/thread.h>
 
 #include "agent.h"
+#include "api.h"
 #include "clock.h"
 #include "guard.h"
 #include "log.h"
@@ -28,6 +29,7 @@
 #include "sdnotify.h"
 #include "version.h"
 #include "watchdog.h"
+#include "zk.h"
 
 #define STOP_GRACE_MS	5000	/* stop anyway if ZooKeeper does not answer */
 #define STOP_WAIT_MAX_MS (24ULL * 3600 * 1000)	/* a hook_timeout of years */
@@ -75,9 +77,17 @@ agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
 	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-void
-agent_notify(struct agent *agent, const struct election_action *a)
+/*
+ * main.c is the hub: zk.c, notify.c and api.c report upward only through
+ * the callbacks below, given to them when they are opened
+ * (doc/design.md, "Architecture").
+ */
+
+/* The election told us our role changed: log it once, tell the app. */
+static void
+agent_notify(void *arg, const struct election_action *a)
 {
+	struct agent *agent = arg;
 	struct election *e = &agent->election;
 
 	struct agent_stats *st = &agent->stats;
@@ -87,11 +97,11 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	st->role_since = clock_now_ms();
 	for (i = 0; i < AGENT_REASONS_MAX; i++) {
 		struct agent_transition_count *t = &st->by_reason[i];
-		if (t->reason == NULL) {
+		if (t->reason == REASON_NONE) {
 			t->to = a->to;
 			t->reason = a->reason;
 		}
-		if (t->to == (int)a->to && strcmp(t->reason, a->reason) == 0) {
+		if (t->to == (int)a->to && t->reason == a->reason) {
 			t->count++;
 			break;
 		}
@@ -99,10 +109,10 @@ agent_notify(struct agent *agent, const struct election_action *a)
 	if (a->to == ELECTION_LEADER)
 		log_info("role %s -> %s (%s, epoch %" PRIu64 " = 0x%" PRIx64 ")",
 		    election_role_name(a->from), election_role_name(a->to),
-		    a->reason, e->epoch, e->epoch);
+		    election_reason_name(a->reason), e->epoch, e->epoch);
 	else
 		log_info("role %s -> %s (%s)", election_role_name(a->from),
-		    election_role_name(a->to), a->reason);
+		    election_role_name(a->to), election_reason_name(a->reason));
 	notify_transition(agent->notify, a);
 }
 
@@ -111,31 +121,40 @@ agent_notify(struct agent *agent, const struct election_action *a)
  * gain or loss with the partition, its epoch and why; the app is told
  * through notify.c, which acknowledges a loss once it has heard.
  */
-void
-agent_notify_part(struct agent *agent, struct part *pt,
-    const struct election_action *a)
+static void
+agent_notify_part(void *arg, struct part *pt, const struct election_action *a)
 {
+	struct agent *agent = arg;
+	const char *why = election_reason_name(a->reason);
+
 	agent->stats.transitions++;
 	if (a->to == ELECTION_LEADER)
 		log_info("partition %s: gained (%s, epoch %" PRIu64 " = 0x%"
-		    PRIx64 ")", pt->name, a->reason, pt->e->epoch, pt->e->epoch);
+		    PRIx64 ")", pt->name, why, pt->e->epoch, pt->e->epoch);
 	else if (a->from == ELECTION_LEADER)
 		log_info("partition %s: lost (%s -> %s, %s, epoch %" PRIu64 ")",
 		    pt->name, election_role_name(a->from),
-		    election_role_name(a->to), a->reason, pt->e->spent_epoch);
+		    election_role_name(a->to), why, pt->e->spent_epoch);
 	else
 		log_debug("partition %s: role %s -> %s (%s)", pt->name,
 		    election_role_name(a->from), election_role_name(a->to),
-		    a->reason);
+		    why);
 	notify_part_transition(agent->notify, pt, a);
 }
 
-/* A partition's report changed: wake long polls on /v1/partitions. */
-void
-agent_parts_changed(struct agent *agent)
+/*
+ * A partition's report changed (a newly reported leader runs
+ * on_leader_change), or the member listing did (PT is NULL): wake long
+ * polls on /v1/partitions, tell systemd.
+ */
+static void
+agent_parts_changed(void *arg, struct part *pt)
 {
+	struct agent *agent = arg;
 	char status[128];
 
+	if (pt != NULL)
+		notify_part_leader_seen(agent->notify, pt);
 	api_changed(agent->api);
 	snprintf(status, sizeof(status), "partitions: leading %d of %d (%d "
 	    "assigned), %d members", agent->members.owned, agent->nparts,
@@ -144,9 +163,10 @@ agent_parts_changed(struct agent *agent)
 }
 
 /* The report changed: wake long polls, tell systemd. */
-void
-agent_changed(struct agent *agent)
+static void
+agent_changed(void *arg)
 {
+	struct agent *agent = arg;
 	struct election_report r;
 	char status[512];
 
@@ -165,6 +185,37 @@ agent_changed(struct agent *agent)
 		snprintf(status, sizeof(status), "%s; no leader known; session %s",
 		    election_role_name(r.role), election_session_name(r.session));
 	sdnotify_status(status);
+}
+
+/* A resign, asked by the API or by on_leader_failure: resign. */
+static void
+agent_resign(void *arg, uint64_t hold_ms)
+{
+	struct agent *agent = arg;
+	struct election_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_RESIGN;
+	ev.now = clock_now_ms();
+	ev.hold_ms = hold_ms;
+	zk_feed(agent->zk, &ev);
+}
+
+/* The app has been told of a loss: the election may let its node go. */
+static void
+agent_told(void *arg, uint64_t told)
+{
+	struct agent *agent = arg;
+
+	zk_notified(agent->zk, told);
+}
+
+static void
+agent_part_told(void *arg, struct part *pt, uint64_t told)
+{
+	struct agent *agent = arg;
+
+	zk_part_notified(agent->zk, pt, told);
 }
 
 /* T: the negotiated session timeout once known, else the requested one. */
@@ -500,6 +551,21 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 },
 	};
 	struct agent agent;
+	/* What the modules report upward, wired here. */
+	const struct zk_cb zk_cb = {
+		.changed = agent_changed,
+		.notify = agent_notify,
+		.notify_part = agent_notify_part,
+		.parts_changed = agent_parts_changed,
+		.arg = &agent,
+	};
+	const struct notify_cb notify_cb = {
+		.resign = agent_resign,
+		.told = agent_told,
+		.part_told = agent_part_told,
+		.arg = &agent,
+	};
+	const struct api_cb api_cb = { .resign = agent_resign, .arg = &agent };
 	const char *file = NULL;
 	bool check = false;
 	int ch;
@@ -590,10 +656,10 @@ main(int argc, char *argv[])
 	evsignal_add(agent.ev_sigint, NULL);
 	evsignal_add(agent.ev_sighup, NULL);
 
-	agent.notify = notify_open(&agent);
+	agent.notify = notify_open(&agent, &notify_cb);
 	if (agent.notify == NULL)
 		fatalx("cannot set up notifications");
-	agent.api = api_open(&agent);
+	agent.api = api_open(&agent, &api_cb);
 	if (agent.api == NULL) {
 		log_error("cannot open the local API; exiting");
 		agent.exit_code = 2;
@@ -607,7 +673,7 @@ main(int argc, char *argv[])
 	sdnotify_status("unknown; connecting to ZooKeeper");
 	agent.sd_watchdog = sdnotify_watchdog_usec() != 0;
 	agent.ev_watchdog = evtimer_new(agent.base, agent_watchdog_cb, &agent);
-	agent.zk = zk_open(&agent);
+	agent.zk = zk_open(&agent, &zk_cb);
 	if (agent.zk == NULL) {
 		log_error("cannot start the ZooKeeper driver; exiting");
 		agent.exit_code = 2;

@@ -12,7 +12,9 @@
 #include "agent.h"
 #include "api.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
+#include "zk.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 	"status", "leader", "health", "resign", "metrics", "partitions",
@@ -45,20 +47,20 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    (double)mb->rebalance_ms / 1000.0, mb->count);
 }
 
+/* AS: the API's figures, which api.c passes in. */
 void
-api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
+metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
+    struct evbuffer *out)
 {
 	static const int codes[API_CODE_MAX] = API_CODES;
 	static const char *const accept_causes[API_ACCEPT_CAUSES] =
 	    API_ACCEPT_CAUSE_NAMES;
-	struct agent *agent = api_agent(api);
 	const struct election *e = &agent->election;
 	/* With partitions, the session is the first partition's to report. */
 	const struct election *se = zk_session_election(agent);
 	enum election_role role = election_role_at(e, now), r;
 	enum election_session s;
 	const struct notify_stats *ns;
-	const struct api_stats *as;
 	int ep, ci, i;
 
 	evbuffer_add_printf(out,
@@ -108,11 +110,13 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_transitions_by_reason_total Role changes by new role and reason.\n"
 	    "# TYPE zkelect_transitions_by_reason_total counter\n");
-	for (i = 0; i < AGENT_REASONS_MAX && agent->stats.by_reason[i].reason != NULL; i++) {
+	for (i = 0; i < AGENT_REASONS_MAX &&
+	    agent->stats.by_reason[i].reason != REASON_NONE; i++) {
 		const struct agent_transition_count *t = &agent->stats.by_reason[i];
 		char reason[64];
 		size_t k;
-		snprintf(reason, sizeof(reason), "%s", t->reason);
+		snprintf(reason, sizeof(reason), "%s",
+		    election_reason_name(t->reason));
 		for (k = 0; reason[k] != '\0'; k++)
 			if (reason[k] == ' ' || reason[k] == '-')
 				reason[k] = '_';
@@ -164,14 +168,13 @@ api_metrics(struct api *api, uint64_t now, struct evbuffer *out)
 	    "# TYPE zkelect_api_requests_total counter\n");
 	for (ep = 0; ep < API_ENDPOINT_MAX; ep++)
 		for (ci = 0; ci < API_CODE_MAX; ci++) {
-			uint64_t n = api_request_count(api, (enum api_endpoint)ep, ci);
+			uint64_t n = as->requests[ep][ci];
 			if (n == 0)
 				continue;
 			evbuffer_add_printf(out, "zkelect_api_requests_total"
 			    "{endpoint=\"%s\",code=\"%d\"} %" PRIu64 "\n",
 			    metrics_endpoints[ep], codes[ci], n);
 		}
-	as = api_get_stats(api);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_api_connections Open API connections (not closing).\n"
 	    "# TYPE zkelect_api_connections gauge\nzkelect_api_connections %" PRIu64 "\n"

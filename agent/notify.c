@@ -103,6 +103,7 @@ struct notify_child {
 
 struct notify {
 	struct agent	*agent;
+	struct notify_cb cb;
 	struct notify_item q[NOTIFY_QUEUE_MAX];
 	int		 qhead, qlen;
 	uint64_t	 term;		/* bumped on each leadership gain */
@@ -669,16 +670,11 @@ static void
 notify_resign_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct notify *n = arg;
-	struct election_event ev;
 
 	if (n->resign_term != n->term ||
 	    n->agent->election.role != ELECTION_LEADER)
 		return;		/* that term is over anyway */
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_RESIGN;
-	ev.now = clock_now_ms();
-	ev.hold_ms = n->resign_hold_ms;
-	zk_feed(n->agent->zk, &ev);
+	n->cb.resign(n->cb.arg, n->resign_hold_ms);
 }
 
 /*
@@ -835,7 +831,7 @@ notify_part_settle(struct notify *n, struct notify_child *c)
 			return;
 	}
 	c->owe = false;
-	zk_part_notified(n->agent->zk, c->part, c->owe_told);
+	n->cb.part_told(n->cb.arg, c->part, c->owe_told);
 }
 
 /* Starts C's child for the partition's current term, once the last one is
@@ -991,7 +987,7 @@ notify_progress(struct notify *n)
 	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
 	    n->child.p.g.pid <= 0) {
 		n->owe_notified = false;
-		zk_notified(n->agent->zk, n->owe_told);
+		n->cb.told(n->cb.arg, n->owe_told);
 	}
 }
 
@@ -1064,21 +1060,24 @@ notify_transition(struct notify *n, const struct election_action *a)
 		n->term++;
 		notify_signal_app(n, conf->notify_leader_signal);
 		if (conf->notify_on_leader != NULL)
-			notify_push(n, STEP_HOOK_LEADER, a->to, a->reason,
+			notify_push(n, STEP_HOOK_LEADER, a->to,
+			    election_reason_name(a->reason),
 			    conf->notify_on_leader, NULL);
 		if (conf->notify_run != NULL)
-			notify_push(n, STEP_START_CHILD, a->to, a->reason,
+			notify_push(n, STEP_START_CHILD, a->to,
+			    election_reason_name(a->reason),
 			    conf->notify_run, NULL);
 	} else if (was_leader) {
 		/* Rule 1 and 10: the child stops now, not after queued hooks. */
 		notify_child_stop(&n->child, n->agent->election.lease_deadline,
-		    !notify_node_may_stand(a), a->reason);
+		    !notify_node_may_stand(a), election_reason_name(a->reason));
 		notify_signal_app(n, conf->notify_follower_signal);
 		/* If on_leader of this term never started, the app never heard
 		 * of the term: skip both instead of telling it twice. */
 		if (!notify_cancel_term(n, n->term) &&
 		    conf->notify_on_follower != NULL)
-			notify_push(n, STEP_HOOK_FOLLOWER, a->to, a->reason,
+			notify_push(n, STEP_HOOK_FOLLOWER, a->to,
+			    election_reason_name(a->reason),
 			    conf->notify_on_follower, NULL);
 	}
 	if (a->wait) {
@@ -1166,13 +1165,14 @@ notify_drain_ms(const struct notify *n, uint64_t now)
 
 /* Sets up the queue, timers and SIGCHLD handling. */
 struct notify *
-notify_open(struct agent *agent)
+notify_open(struct agent *agent, const struct notify_cb *cb)
 {
 	struct notify *n = calloc(1, sizeof(*n));
 
 	if (n == NULL)
 		return NULL;
 	n->agent = agent;
+	n->cb = *cb;
 	n->hook.g.pid = 0;
 	n->child.p.g.pid = 0;
 	n->hook_timer = evtimer_new(agent->base, notify_hook_timer_cb, n);
@@ -1324,7 +1324,7 @@ notify_part_transition(struct notify *n, struct part *pt,
 	} else if (a->from == ELECTION_LEADER) {
 		c->start_owed = false;
 		notify_child_stop(c, pt->e->lease_deadline, !a->node_stands,
-		    a->reason);
+		    election_reason_name(a->reason));
 		notify_signal_app(n, conf->notify_follower_signal);
 		argv = conf->notify_on_follower;
 	}
@@ -1348,7 +1348,8 @@ notify_part_transition(struct notify *n, struct part *pt,
 	it->part = pt;
 	it->ack = a->wait;
 	it->ack_told = a->told;
-	snprintf(it->reason, sizeof(it->reason), "%s", a->reason);
+	snprintf(it->reason, sizeof(it->reason), "%s",
+	    election_reason_name(a->reason));
 	election_report(pt->e, &r);
 	if (a->to == ELECTION_LEADER) {
 		it->epoch = pt->e->epoch;

@@ -11,6 +11,7 @@ struct agent;
 struct election_action;
 struct election_report;
 struct notify;
+struct part;
 
 struct notify_stats {
 	uint64_t	 hook_runs;
@@ -21,7 +22,18 @@ struct notify_stats {
 	uint64_t	 child_starts;
 };
 
-struct notify *notify_open(struct agent *agent);
+/* What notify.c reports upward (main.c wires it). */
+struct notify_cb {
+	/* on_leader_failure: resign: hand the term over, stay out hold_ms. */
+	void	(*resign)(void *arg, uint64_t hold_ms);
+	/* The app has been told of the single election's losses up to told. */
+	void	(*told)(void *arg, uint64_t told);
+	/* The same for a partition's election. */
+	void	(*part_told)(void *arg, struct part *pt, uint64_t told);
+	void	*arg;
+};
+
+struct notify *notify_open(struct agent *agent, const struct notify_cb *cb);
 
 /* At exit: kills what still runs (hooks, the child, their process trees)
  * and reaps it. Call it before the session is closed. */
@@ -29,16 +41,15 @@ void notify_close(struct notify *n);
 
 /*
  * A role change: queue hooks, send signals, start or stop the child. When
- * a->wait is set, zk_notified() follows once the app has been told (hooks
- * done, child dead).
+ * a->wait is set, the told callback follows once the app has been told
+ * (hooks done, child dead).
  */
 void notify_transition(struct notify *n, const struct election_action *a);
 
 /*
  * A partition's role changed (doc/design.md, "Partitions"). When a->wait
- * is set, zk_part_notified() follows once the app has been told.
+ * is set, the part_told callback follows once the app has been told.
  */
-struct part;
 void notify_part_transition(struct notify *n, struct part *pt,
     const struct election_action *a);
 

@@ -33,8 +33,8 @@
 #include "assign.h"
 #include "clock.h"
 #include "log.h"
-#include "notify.h"
 #include "watchdog.h"
+#include "zk.h"
 
 /* What a completion or watch was for. */
 enum zk_kind {
@@ -107,6 +107,7 @@ struct zk_msg {
 
 struct zk {
 	struct agent	*agent;
+	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
 	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
@@ -176,6 +177,8 @@ struct zk_member {
 
 static void	zk_perform(struct zk *, struct part *,
 		    const struct election_action *);
+static void	zk_feed_part(struct zk *, struct part *,
+		    struct election_event *);
 static void	zk_members_list(struct zk *);
 static void	zk_members_apply(struct zk *, struct zk_msg *);
 static void	zk_parts_check_stop(struct zk *);
@@ -1578,9 +1581,9 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 		/* When the app has been told (a->wait), EV_NOTIFIED follows
 		 * from the queue, after the rest of this step's actions. */
 		if (pt->name != NULL)
-			agent_notify_part(agent, pt, a);
+			zk->cb.notify_part(zk->cb.arg, pt, a);
 		else
-			agent_notify(agent, a);
+			zk->cb.notify(zk->cb.arg, a);
 		return;
 	case ACT_EXIT:
 		if (agent->parts != NULL) {
@@ -1636,7 +1639,7 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 {
 	const struct election *e = pt->e;
 	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
-	const char *reason = "";
+	enum election_reason reason = REASON_NONE;
 	char bartext[256];
 	uint64_t now = clock_now_ms();
 	int i;
@@ -1656,7 +1659,8 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 		    e->epoch, e->lease_deadline, in);
 	else if (e->role != ELECTION_LEADER && before->role == ELECTION_LEADER)
 		log_debug("audit: end epoch=%" PRIu64 " at=%" PRIu64
-		    " reason=%s%s", before->epoch, clock_now_us(), reason, in);
+		    " reason=%s%s", before->epoch, clock_now_us(),
+		    reason != REASON_NONE ? election_reason_name(reason) : "", in);
 
 	if (e->strangers > 0 && (before->strangers != e->strangers ||
 	    strcmp(before->stranger, e->stranger) != 0))
@@ -1709,10 +1713,9 @@ zk_feed(struct zk *zk, struct election_event *ev)
 		zk_feed_part(zk, &zk->agent->parts[i], ev);
 }
 
-void
+static void
 zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 {
-	struct agent *agent = zk->agent;
 	struct election *e = pt->e;
 	struct election_actions out;
 	struct election before;
@@ -1741,7 +1744,7 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 		if (pt->name != NULL)
 			zk_part_changed(zk, pt);
 		else
-			agent_changed(agent);
+			zk->cb.changed(zk->cb.arg);
 	}
 	if (pt->name != NULL && zk->parts_stopping)
 		zk_parts_check_stop(zk);
@@ -1849,8 +1852,7 @@ zk_part_changed(struct zk *zk, struct part *pt)
 		zk->agent->members.ownership_changes++;
 		zk_parts_count(zk);
 	}
-	notify_part_leader_seen(zk->agent->notify, pt);
-	agent_parts_changed(zk->agent);
+	zk->cb.parts_changed(zk->cb.arg, pt);
 }
 
 /* Tells each partition whether it is ours now. */
@@ -1947,7 +1949,7 @@ zk_members_assign(struct zk *zk)
 		if (agent->members.rebalance_started == 0)
 			agent->members.rebalance_started = clock_now_ms();
 		zk_parts_count(zk);
-		agent_parts_changed(agent);
+		zk->cb.parts_changed(zk->cb.arg, NULL);
 	}
 	free(am);
 	free(names);
@@ -2446,7 +2448,7 @@ zk_parts_open(struct zk *zk)
 }
 
 struct zk *
-zk_open(struct agent *agent)
+zk_open(struct agent *agent, const struct zk_cb *cb)
 {
 	static char s_auth[] = "auth", s_empty[] = "", s_world[] = "world",
 	    s_anyone[] = "anyone";
@@ -2457,6 +2459,7 @@ zk_open(struct agent *agent)
 	if (zk == NULL)
 		return NULL;
 	zk->agent = agent;
+	zk->cb = *cb;
 	zk->path = strdup(conf->election_path);
 	if (asprintf(&zk->prefix, "%s/_c_", conf->election_path) == -1)
 		abort();

@@ -25,32 +25,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* api.c links the driver, which calls back into main.c: never called here. */
-void
-agent_changed(struct agent *agent)
-{
-	abort();
-}
-
-void
-agent_notify(struct agent *agent, const struct election_action *a)
-{
-	abort();
-}
-
-void
-agent_notify_part(struct agent *agent, struct part *pt,
-    const struct election_action *a)
-{
-	abort();
-}
-
-void
-agent_parts_changed(struct agent *agent)
-{
-	abort();
-}
-
 struct outcome {
 	int	code;
 	size_t	used;

@@ -637,7 +637,8 @@ agent_trace_step(const struct agent *a, const struct election_event *ev,
 		if (x->type == ACT_NOTIFY)
 			off += snprintf(acts + off, sizeof(acts) - (size_t)off,
 			    "(%s->%s %s%s)", election_role_name(x->from),
-			    election_role_name(x->to), x->reason,
+			    election_role_name(x->to),
+			    election_reason_name(x->reason),
 			    x->wait ? ", wait" : "");
 		if ((size_t)off >= sizeof(acts))
 			break;

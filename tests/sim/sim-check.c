@@ -272,7 +272,8 @@ check_step(struct agent *a, const struct election *before,
 		if (x->type == ACT_NOTIFY && x->from == ELECTION_LEADER &&
 		    !x->wait)
 			sim_fail("%s: a loss of leadership (%s) that does not wait "
-			    "for the app", a->id, x->reason);
+			    "for the app", a->id,
+			    election_reason_name(x->reason));
 		/* An exit lets the node go if the session still holds it
 		 * (the handle's close ends the session). */
 		if (telling && (x->type == ACT_RELEASE || (x->type == ACT_EXIT &&

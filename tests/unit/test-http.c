@@ -18,28 +18,6 @@
 #include "api.h"
 #include "http.h"
 
-/* api.c links the driver, which calls back into main.c: not run here. */
-void
-agent_changed(struct agent *agent)
-{
-}
-
-void
-agent_notify(struct agent *agent, const struct election_action *a)
-{
-}
-
-void
-agent_notify_part(struct agent *agent, struct part *pt,
-    const struct election_action *a)
-{
-}
-
-void
-agent_parts_changed(struct agent *agent)
-{
-}
-
 /* Parses a head (a copy of text); returns the code. */
 static int
 parse(const char *text, struct http_request *req, char **copy, const char **error)

@@ -16,28 +16,6 @@
 #include "agent.h"
 #include "notify.h"
 
-/* main.c's, which the library's driver calls; unused here. */
-void
-agent_changed(struct agent *agent)
-{
-}
-
-void
-agent_notify(struct agent *agent, const struct election_action *a)
-{
-}
-
-void
-agent_notify_part(struct agent *agent, struct part *pt,
-    const struct election_action *a)
-{
-}
-
-void
-agent_parts_changed(struct agent *agent)
-{
-}
-
 START_TEST(test_good_pids)
 {
 	static const struct {
