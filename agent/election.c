@@ -2336,8 +2336,12 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);
+	/* As election_parked_step: not while a read of the claim is out
+	 * (its answer steps the election; a tick would find nothing to do,
+	 * and come again at once: a busy loop until the answer). */
 	if (e->parked && e->phase == PHASE_HOLDING && !e->parked_watch &&
-	    e->session == SESSION_CONNECTED && !e->stopping)
+	    e->claim_reads == 0 && e->session == SESSION_CONNECTED &&
+	    !e->stopping)
 		EARLIEST(e->parked_retry == 0 ? 1 : e->parked_retry);
 	EARLIEST(election_observer_kick_at(e));
 	EARLIEST(e->retry_at);
