@@ -704,6 +704,15 @@ election_rejoin(struct election *e, struct election_actions *out)
 		return;
 	}
 	if (e->parked) {
+		/*
+		 * A node of ours may still stand in the queue (this session's,
+		 * made before the connection dropped): it would block every
+		 * contender behind it. Let it go, as a parked follower does.
+		 */
+		if (e->node[0] != '\0' || e->uuid[0] != '\0') {
+			election_release(e, "not assigned", out);
+			return;
+		}
 		e->phase = PHASE_HOLDING;	/* until assigned */
 		return;
 	}
