@@ -590,6 +590,11 @@ election_on_session(struct election *e, const struct election_event *ev,
 			e->renew_sent = e->now;
 			e->next_renew = e->now + election_renew_every(e);
 			election_push(e, out, ACT_RENEW, e->node);
+			/* A watch on the queue whose listing was lost with the
+			 * connection was never set: without it a parked leader
+			 * never learns of its successor, and never hands over. */
+			if (e->children_owed)
+				election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 			return;
 		}
 		if (e->stopping) {
@@ -982,6 +987,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 	if (e->phase != PHASE_LISTING && e->phase != PHASE_OBSERVING &&
 	    e->phase != PHASE_WATCHING && e->phase != PHASE_LEADING)
 		return;
+	if (e->phase == PHASE_LEADING && ev->rc == ZOK)
+		e->children_owed = false;	/* the watch is set */
 	if (ev->rc == ZNONODE) {
 		/* Rule 9: the parent went away, and our node with it. */
 		if (e->role == ELECTION_LEADER)
@@ -1192,6 +1199,7 @@ election_try_lead(struct election *e, const char *reason,
 	election_set_role(e, ELECTION_LEADER, reason, false, out);
 	/* Only the leader watches the whole queue, to keep its candidate
 	 * count and its successor fresh; one agent, one notification. */
+	e->children_owed = true;
 	election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 	/* Partitions: the session's renewal extends the lease only while a
 	 * watch stands on the claim (and one on our node). */
@@ -2145,7 +2153,10 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_self(e, ev, out);
 		break;
 	case EV_CHILDREN_CHANGED:
-		if (e->phase == PHASE_LEADING && e->session == SESSION_CONNECTED)
+		if (e->phase != PHASE_LEADING)
+			break;
+		e->children_owed = true;
+		if (e->session == SESSION_CONNECTED)
 			election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 		break;
 	case EV_TICK:
