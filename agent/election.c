@@ -628,6 +628,11 @@ election_on_session(struct election *e, const struct election_event *ev,
 			e->renew_sent = e->now;
 			e->next_renew = e->now + election_renew_every(e);
 			election_push(e, out, ACT_RENEW, e->node);
+			/* A watch on the queue whose listing was lost with the
+			 * connection was never set: without it a parked leader
+			 * never learns of its successor, and never hands over. */
+			if (e->children_owed)
+				election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 			return;
 		}
 		if (e->stopping) {
@@ -742,6 +747,15 @@ election_rejoin(struct election *e, struct election_actions *out)
 		return;
 	}
 	if (e->parked) {
+		/*
+		 * A node of ours may still stand in the queue (this session's,
+		 * made before the connection dropped): it would block every
+		 * contender behind it. Let it go, as a parked follower does.
+		 */
+		if (e->node[0] != '\0' || e->uuid[0] != '\0') {
+			election_release(e, "not assigned", out);
+			return;
+		}
 		e->phase = PHASE_HOLDING;	/* until assigned */
 		return;
 	}
@@ -1013,6 +1027,8 @@ election_on_children(struct election *e, const struct election_event *ev,
 	if (e->phase != PHASE_LISTING && e->phase != PHASE_OBSERVING &&
 	    e->phase != PHASE_WATCHING && e->phase != PHASE_LEADING)
 		return;
+	if (e->phase == PHASE_LEADING && ev->rc == ZOK)
+		e->children_owed = false;	/* the watch is set */
 	if (ev->rc == ZNONODE) {
 		/* Rule 9: the parent went away, and our node with it. */
 		if (e->role == ELECTION_LEADER)
@@ -1223,6 +1239,7 @@ election_try_lead(struct election *e, enum election_reason reason,
 	election_set_role(e, ELECTION_LEADER, reason, false, out);
 	/* Only the leader watches the whole queue, to keep its candidate
 	 * count and its successor fresh; one agent, one notification. */
+	e->children_owed = true;
 	election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 	/* Partitions: the session's renewal extends the lease only while a
 	 * watch stands on the claim (and one on our node). */
@@ -2177,7 +2194,10 @@ election_dispatch(struct election *e, const struct election_event *ev,
 		election_on_self(e, ev, out);
 		break;
 	case EV_CHILDREN_CHANGED:
-		if (e->phase == PHASE_LEADING && e->session == SESSION_CONNECTED)
+		if (e->phase != PHASE_LEADING)
+			break;
+		e->children_owed = true;
+		if (e->session == SESSION_CONNECTED)
 			election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 		break;
 	case EV_TICK:
@@ -2377,8 +2397,12 @@ election_next_tick(const struct election *e)
 		EARLIEST(e->hold_until == 0 ? 1 : e->hold_until);
 	if (election_polling(e))
 		EARLIEST(e->poll_at);
+	/* As election_parked_step: not while a read of the claim is out
+	 * (its answer steps the election; a tick would find nothing to do,
+	 * and come again at once: a busy loop until the answer). */
 	if (e->parked && e->phase == PHASE_HOLDING && !e->parked_watch &&
-	    e->session == SESSION_CONNECTED && !e->stopping)
+	    e->claim_reads == 0 && e->session == SESSION_CONNECTED &&
+	    !e->stopping)
 		EARLIEST(e->parked_retry == 0 ? 1 : e->parked_retry);
 	EARLIEST(election_observer_kick_at(e));
 	EARLIEST(e->retry_at);

@@ -361,6 +361,9 @@ struct election {
 	uint64_t	 claim_watch_sent; /* when the claim's watch was last
 					   set, 0 = not set this session */
 	uint64_t	 self_watch_sent;  /* ... our node's */
+	bool		 children_owed;	/* a leader's watch on the queue is not
+					   known to be set (its listing did not
+					   answer): set again on reconnecting */
 
 	/* reporting */
 	enum election_reason role_reason; /* of the last role change */

@@ -2076,6 +2076,22 @@ zk_members_session(struct zk *zk, const struct election_event *ev)
 	zk_members_list(zk);
 }
 
+/*
+ * A listing is whole (every id read). If no node of our session is in it
+ * and no create is out, our create never reached ZooKeeper (its connection
+ * broke first, within the same session): create it again, or we would
+ * never be a member until the next session. Then assign.
+ */
+static void
+zk_members_listed(struct zk *zk)
+{
+	if (zk->member_node[0] == '\0' && !zk->member_creating &&
+	    !zk->parts_stopping && zk->member_session != 0 &&
+	    zk_session_election(zk->agent)->session == SESSION_CONNECTED)
+		zk_member_create(zk);
+	zk_members_assign(zk);
+}
+
 /* Answers about members: our create, a listing, an id, the watch. */
 static void
 zk_members_apply(struct zk *zk, struct zk_msg *m)
@@ -2154,7 +2170,7 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 			zk->member_reads++;
 		}
 		if (zk->member_reads == 0)
-			zk_members_assign(zk);
+			zk_members_listed(zk);
 		return;
 	case ZK_MEMBER_DATA:
 		if (m->gen != zk->member_gen)
@@ -2183,7 +2199,7 @@ zk_members_apply(struct zk *zk, struct zk_msg *m)
 			}
 		}
 		if (--zk->member_reads <= 0)
-			zk_members_assign(zk);
+			zk_members_listed(zk);
 		return;
 	default:
 		return;

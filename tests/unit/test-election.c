@@ -1058,8 +1058,11 @@ START_TEST(test_rule1_ride_through)
 		/* A hanging connection attempt is kicked every T/6. */
 		{ TICK(lost + SIXTH), "kick", R(ELECTION_LEADER) },
 		{ TICK(lost + SIXTH + 10), "" },
-		/* Back, same session: one renewal confirms the term. */
-		{ CONNECTED(back), "renew:" ME(1, 03), R(ELECTION_LEADER),
+		/* Back, same session: one renewal confirms the term. The
+		 * queue's listing never answered (join_leader feeds none), so
+		 * its watch is set again. */
+		{ CONNECTED(back), "renew:" ME(1, 03) " watch_children",
+		  R(ELECTION_LEADER),
 		  PH(PHASE_LEADING) },
 		{ RENEWED(SID, MY_ID, E1, E1 - 1, back + 4), "", R(ELECTION_LEADER),
 		  PH(PHASE_LEADING) },
@@ -1140,7 +1143,7 @@ START_TEST(test_rule1_ride_confirm_fails)
 	static struct election e;	/* outlives the test: the fixture frees it */
 	const struct step s[] = {
 		{ CONNECTING(T0 + 1500), "" },
-		{ CONNECTED(T0 + 1600), "renew:" ME(1, 03) },
+		{ CONNECTED(T0 + 1600), "renew:" ME(1, 03) " watch_children" },
 		{ RENEWED(SID, "other", E2, E2, T0 + 1605), "notify:leader>unknown/wait list",
 		  R(ELECTION_UNKNOWN), PH(PHASE_LISTING) },
 	};
@@ -1593,7 +1596,7 @@ START_TEST(test_lease_after_timeout_shrinks)
 	feed(&e, (struct election_event)CONNECTING(T0 + 1500));
 	ev.timeout_ms = 2000;
 	feed(&e, ev);
-	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+	ck_assert_str_eq(rendered, "renew:" ME(1, 03) " watch_children");
 	ck_assert_int_eq(e.timeout_ms, 2000);
 	ck_assert_uint_eq(e.lease_deadline, T0 + 9 + 2000 - 333);
 	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1,

@@ -1,0 +1,3179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zkelect-sim-parts: agents over several partitions (doc/design.md,
+ * "Partitions"), each agent one ZooKeeper session, a member node, and the
+ * real election.c per partition; assign.c decides who queues where. The
+ * member listing, the session's renewal and the graceful stop are driven
+ * as agent/zk.c drives them. ZooKeeper is modelled as one linearizable
+ * server (the ZooKeeper leader: sessions expire from its own touches,
+ * rounded up to ticks), with per-agent FIFO links that can be cut, and
+ * the C client's pings, 2T/3 give-up, reconnects and watch re-arming.
+ * Checked at every step (README.md, "Partitions"): one owner per
+ * partition at any instant, each partition's epochs grow, balance after
+ * the faults heal, and a graceful leave moves only the leaver's
+ * partitions. One PRNG per seed: a failing seed replays bit for bit.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "assign.h"
+#include "election.h"
+
+#define PA_MAX		6	/* agents */
+#define PP_MAX		16	/* partitions */
+#define PT_MAX		(PP_MAX + 1)	/* trees: 0 members, 1 + p partition p */
+#define PC_MAX		40	/* children of a tree */
+#define PM_MAX		64	/* members listed */
+#define PD_MAX		32	/* node data */
+#define PW_MAX		64	/* a client's watches */
+#define NAME		ELECTION_NAME_MAX
+#define STOP_WAIT_MS	5000	/* AGENT_PARTS_STOP_WAIT_MS */
+
+typedef uint64_t stime;		/* true time, microseconds */
+typedef void (*pfn)(void *p, uint64_t a);
+
+/* --- The clock, the queue, the PRNG, the trace --- */
+
+struct qent {
+	stime		 t;
+	uint64_t	 seq;
+	pfn		 fn;
+	void		*p;
+	uint64_t	 a;
+	bool		 owns_msg;
+};
+
+enum mtype {
+	M_CONNECT, M_REQ, M_PING, M_CLOSE, M_FIN,	/* to the server */
+	M_CONNECTED, M_REPLY, M_WATCH, M_PONG, M_EOF,	/* to the client */
+};
+
+enum op {
+	O_SYNC, O_EXISTS, O_GET, O_CHILDREN, O_CREATE_PARENT, O_CREATE,
+	O_DELETE, O_SET, O_CHECK, O_MULTI,
+};
+
+/* What a call is for: what its completion becomes (zk.c's kinds). */
+enum kind {
+	K_NONE, K_PARENT, K_CREATE, K_LIST, K_PRED_SET, K_SELF_SET, K_OWNER,
+	K_CLAIM, K_RELEASE, K_RENEW, K_CLAIM_DATA, K_SUCCESSOR, K_AHEAD,
+	K_MCREATE, K_MLIST, K_MDATA, K_MDELETE, K_SRENEW,
+};
+
+/* Watch contexts, as zk.c's. */
+enum ctx { C_PRED, C_SELF, C_CLAIM, C_CHILD, C_MEMBERS };
+enum wkind { WK_DATA, WK_CHILD };
+enum wtype { WT_CREATED = 1, WT_DELETED = 2, WT_CHANGED = 3, WT_CHILD = 4 };
+
+struct pop {
+	enum op		 type;
+	char		 name[NAME];	/* "" = the tree's node itself */
+	char		 data[PD_MAX];
+	int		 datalen;
+};
+
+struct preq {
+	int		 xid;
+	int		 tree;
+	bool		 watch;
+	int		 nops;
+	struct pop	 op[3];
+};
+
+struct prep {
+	int		 xid, rc;
+	char		 path[NAME];
+	int64_t		 czxid, mzxid, pzxid, owner;
+	char		 data[PD_MAX];
+	int		 datalen;		/* -1 = null */
+	char		**children;
+	int		 nchildren;
+	int		 results[3];
+	int64_t		 set_mzxid;
+};
+
+struct wreg {
+	int		 tree;
+	char		 name[NAME];
+	enum wkind	 kind;
+	enum ctx	 ctx;
+	int		 part;
+};
+
+struct pconn;
+
+struct pmsg {
+	struct pmsg	*next;		/* a paused agent's socket */
+	enum mtype	 type;
+	struct pconn	*c;
+	int64_t		 session, zxid;
+	int		 timeout_ms;
+	bool		 valid;
+	struct preq	 req;
+	struct prep	 rep;
+	int		 tree, wtype;
+	char		 name[NAME];
+	struct wreg	*w;		/* M_CONNECT: the watches to set again */
+	int		 nw;
+};
+
+struct pconn {
+	struct pconn	*next;
+	uint64_t	 id;
+	int		 agent;
+	bool		 client_open, server_open;
+	int64_t		 session;
+	stime		 c2s_last, s2c_last;
+	struct phandle	*h;
+};
+
+/* --- The server --- */
+
+struct pnode {
+	char		 name[NAME];
+	char		 data[PD_MAX];
+	int		 datalen;
+	int64_t		 czxid, mzxid, owner;
+};
+
+struct ptree {
+	bool		 exists;
+	char		 data[PD_MAX];
+	int		 datalen;
+	int64_t		 czxid, mzxid, pzxid;
+	int		 cversion;
+	int		 n;
+	struct pnode	 c[PC_MAX];
+};
+
+struct psess {
+	int64_t		 id;
+	int		 timeout_ms;
+	stime		 expiry;
+	bool		 alive;
+	struct pconn	*conn;
+	int		 agent;
+};
+
+struct swatch {
+	struct pconn	*c;
+	int		 tree;
+	char		 name[NAME];
+	enum wkind	 kind;
+};
+
+/* --- The client --- */
+
+struct agg {
+	int		 refs, rc, failed_op;
+	int64_t		 owner, czxid, mzxid, pzxid;
+	char		 data[PD_MAX];
+	int		 datalen;
+	bool		 has_data;
+};
+
+struct pcreq {
+	struct pcreq	*next;
+	enum kind	 kind;
+	int		 part;
+	uint64_t	 gen;
+	char		 name[NAME];
+	bool		 set_watch;
+	enum ctx	 ctx;
+	enum wkind	 wkind;
+	struct agg	*agg;
+	int		 sub;
+	bool		 sent;
+	struct preq	 req;
+};
+
+enum hstate { HS_CONNECTING, HS_CONNECTED, HS_EXPIRED, HS_CLOSED };
+
+struct phandle {
+	struct phandle	*next;
+	uint64_t	 id;
+	int		 agent;
+	enum hstate	 state;
+	int64_t		 session;
+	int		 timeout_ms;
+	uint64_t	 opened_ms;
+	struct pconn	*conn;
+	bool		 connected;
+	uint64_t	 last_send, last_recv;	/* the agent's clock, µs */
+	struct pcreq	*out, **out_tail;
+	int		 xid;
+	int64_t		 last_zxid;
+	struct wreg	 w[PW_MAX];
+	int		 nw;
+	uint64_t	 ver;
+	struct pmsg	*pend, **pend_tail;	/* arrived while paused */
+};
+
+/* --- The agents --- */
+
+enum iwhat { I_EV, I_MEMBER, I_SRENEW };
+
+struct item {
+	struct item	*next;
+	uint64_t	 hid;
+	enum iwhat	 what;
+	enum kind	 kind;		/* I_MEMBER: which answer */
+	bool		 watch;		/* I_MEMBER: the listing's watch */
+	int		 part;		/* I_EV: -1 = every partition */
+	struct election_event ev;
+	char		*name, *data, **names;
+};
+
+struct member {
+	char		 name[NAME];
+	int64_t		 seq;
+	char		 id[ELECTION_ID_MAX];
+	bool		 known;
+};
+
+struct pagent {
+	int		 idx;
+	char		 id[16];
+	bool		 started, running, paused, stopping, leaving;
+	uint64_t	 inc;
+	int64_t		 offset_us;
+	int		 ppm;
+	stime		 hook_us;
+	stime		 restart_after;	/* 0 = do not come back */
+	struct election	 e[PP_MAX];
+	bool		 assigned[PP_MAX];
+	char		 leader[PP_MAX][ELECTION_ID_MAX];
+	struct phandle	*h;
+	struct item	*in_head, **in_tail;
+	bool		 run_sched;
+	uint64_t	 tick_ver, srenew_ver;
+	/* zk.c's partition state */
+	bool		 new_session_owed;
+	uint64_t	 last_kick_at;
+	int64_t		 member_session;
+	char		 member_node[NAME];
+	bool		 member_creating;
+	struct member	 members[PM_MAX];
+	int		 nmembers;
+	uint64_t	 member_gen;
+	int		 member_reads;
+	bool		 parts_stopping, assign_owed, parts_stopped;
+	bool		 srenew_inflight, srenew_kicked;
+	uint64_t	 srenew_sent, srenew_next;
+	int		 count;		/* members as last assigned */
+	/* checks */
+	uint64_t	 last_tick_ms, ticks_same_ms;
+};
+
+struct psim {
+	uint64_t	 seed, rng;
+	stime		 now;
+	uint64_t	 qseq;
+	struct qent	*heap;
+	int		 nheap, capheap;
+	int		 verbose;
+	bool		 failed, stop;
+	char		 failure[512];
+	stime		 fail_at;
+
+	int		 nagents, nparts, T_ms, tick_ms;
+	stime		 T, tick;
+	bool		 tick_known;
+	char		 pname[PP_MAX][12];
+
+	struct ptree	 tree[PT_MAX];
+	int64_t		 zxid;
+	struct psess	*sess;
+	int		 nsess, capsess;
+	int64_t		 next_session;
+	struct swatch	*sw;
+	int		 nsw, capsw;
+	stime		 blocked_until[PA_MAX];
+	bool		 lose_reply[PA_MAX];
+	struct pconn	*conns;
+	uint64_t	 next_conn;
+	struct phandle	*handles;
+	uint64_t	 next_handle;
+
+	struct pagent	 agents[PA_MAX];
+
+	/* checks */
+	uint64_t	 max_epoch[PP_MAX];
+	stime		 last_heal, bound, settled_at, faults_end;
+	bool		 settled;
+	int		 leaver;	/* the graceful leave, -1 before it */
+	int		 owner_before[PP_MAX];
+	stime		 leave_at;
+	uint64_t	 steps, terms, faults, moved;
+	stime		 max_settle, max_leave;
+};
+
+static struct psim *S;
+/* --break: a deliberately broken variant, which the checks must catch:
+ * "lease", the answer ignores the lease (is_leader = the role alone);
+ * "sticky", the assignment ignores who owns what now. */
+static int opt_break;
+#define BREAK_LEASE	1
+#define BREAK_STICKY	2
+/* --no-recreate: the member node is created once per session only (zk.c
+ * before the fix: an agent whose create was lost never joined). */
+static bool opt_no_recreate;
+
+static void p_client_drop(struct phandle *, bool eof);
+static void p_agent_push(struct pagent *, struct item *);
+static void p_feed_part(struct pagent *, int, struct election_event *);
+static void p_members_assign(struct pagent *);
+static void p_members_list(struct pagent *);
+static void p_srenew_schedule(struct pagent *);
+static void p_parts_check_stop(struct pagent *);
+static void p_schedule_tick(struct pagent *);
+static void p_check_owners(int part);
+static void p_check_settled(void);
+
+static uint64_t
+p_rand(void)
+{
+	uint64_t z = (S->rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t
+p_below(uint64_t n)
+{
+	return n == 0 ? 0 : p_rand() % n;
+}
+
+static uint64_t
+p_range(uint64_t lo, uint64_t hi)
+{
+	return lo + p_below(hi - lo + 1);
+}
+
+static bool
+p_chance(unsigned percent)
+{
+	return p_below(100) < percent;
+}
+
+static bool
+q_less(const struct qent *a, const struct qent *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void
+p_at2(stime t, pfn fn, void *p, uint64_t a, bool owns)
+{
+	struct qent e, tmp;
+	int i;
+
+	if (t < S->now)
+		t = S->now;
+	if (S->nheap == S->capheap) {
+		S->capheap = S->capheap ? S->capheap * 2 : 256;
+		S->heap = realloc(S->heap, (size_t)S->capheap * sizeof(*S->heap));
+		if (S->heap == NULL)
+			abort();
+	}
+	e.t = t;
+	e.seq = S->qseq++;
+	e.fn = fn;
+	e.p = p;
+	e.a = a;
+	e.owns_msg = owns;
+	i = S->nheap++;
+	S->heap[i] = e;
+	while (i > 0 && q_less(&S->heap[i], &S->heap[(i - 1) / 2])) {
+		tmp = S->heap[i];
+		S->heap[i] = S->heap[(i - 1) / 2];
+		S->heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+}
+
+static void
+p_at(stime t, pfn fn, void *p, uint64_t a)
+{
+	p_at2(t, fn, p, a, false);
+}
+
+static bool
+p_pop(struct qent *out)
+{
+	struct qent tmp;
+	int i = 0, l, r, m;
+
+	if (S->nheap == 0)
+		return false;
+	*out = S->heap[0];
+	S->heap[0] = S->heap[--S->nheap];
+	for (;;) {
+		l = 2 * i + 1;
+		r = l + 1;
+		m = i;
+		if (l < S->nheap && q_less(&S->heap[l], &S->heap[m]))
+			m = l;
+		if (r < S->nheap && q_less(&S->heap[r], &S->heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		tmp = S->heap[i];
+		S->heap[i] = S->heap[m];
+		S->heap[m] = tmp;
+		i = m;
+	}
+	return true;
+}
+
+static void __attribute__((format(printf, 1, 2)))
+p_trace(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!S->verbose)
+		return;
+	printf("%10.6f ", (double)S->now / 1e6);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void __attribute__((format(printf, 1, 2)))
+p_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (S->failed)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(S->failure, sizeof(S->failure), fmt, ap);
+	va_end(ap);
+	S->failed = true;
+	S->fail_at = S->now;
+	p_trace("FAIL: %s", S->failure);
+}
+
+/* --- Clocks --- */
+
+static uint64_t
+a_local_us(const struct pagent *a, stime t)
+{
+	return (uint64_t)(a->offset_us + (int64_t)t +
+	    (int64_t)t * a->ppm / 1000000);
+}
+
+static uint64_t
+a_now_ms(const struct pagent *a)
+{
+	return a_local_us(a, S->now) / 1000;
+}
+
+static stime
+a_true_at(const struct pagent *a, uint64_t local_us)
+{
+	int64_t t;
+
+	if (local_us <= a_local_us(a, 0))
+		return 0;
+	t = ((int64_t)local_us - a->offset_us) * 1000000 / (1000000 + a->ppm);
+	if (t < 0)
+		t = 0;
+	while (a_local_us(a, (stime)t) < local_us)
+		t++;
+	while (t > 0 && a_local_us(a, (stime)t - 1) >= local_us)
+		t--;
+	return (stime)t;
+}
+
+/* --- The network: FIFO links per connection; a cut holds, in order --- */
+
+static stime
+p_delay(void)
+{
+	stime d = p_range(30, 250);
+
+	if (p_chance(2))
+		d += p_below(3000);
+	return d;
+}
+
+static void
+msg_free(struct pmsg *m)
+{
+	int i;
+
+	for (i = 0; i < m->rep.nchildren; i++)
+		free(m->rep.children[i]);
+	free(m->rep.children);
+	free(m->w);
+	free(m);
+}
+
+static struct pmsg *
+msg_new(enum mtype type, struct pconn *c)
+{
+	struct pmsg *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		abort();
+	m->type = type;
+	m->c = c;
+	return m;
+}
+
+static void p_server_recv(void *, uint64_t);
+static void p_client_recv(void *, uint64_t);
+
+static void
+p_send(struct pmsg *m, bool to_server)
+{
+	struct pconn *c = m->c;
+	stime *last = to_server ? &c->c2s_last : &c->s2c_last;
+	stime t = S->now + p_delay();
+
+	if (S->blocked_until[c->agent] > S->now &&
+	    t < S->blocked_until[c->agent] + p_delay())
+		t = S->blocked_until[c->agent] + p_delay();
+	if (t <= *last)
+		t = *last + 1;
+	*last = t;
+	p_at2(t, to_server ? p_server_recv : p_client_recv, m, 0, true);
+}
+
+/* --- The server --- */
+
+static stime
+round_up(stime t)
+{
+	return (t / S->tick + 1) * S->tick;
+}
+
+static struct psess *
+sess_find(int64_t id)
+{
+	int i;
+
+	for (i = 0; i < S->nsess; i++)
+		if (S->sess[i].id == id)
+			return &S->sess[i];
+	return NULL;
+}
+
+static void
+sess_touch(struct psess *z)
+{
+	stime e = round_up(S->now + (stime)z->timeout_ms * 1000);
+
+	if (e > z->expiry)
+		z->expiry = e;
+}
+
+static int
+tree_find(const struct ptree *t, const char *name)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->c[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static void
+sw_add(struct pconn *c, int tree, const char *name, enum wkind kind)
+{
+	int i;
+
+	for (i = 0; i < S->nsw; i++)
+		if (S->sw[i].c == c && S->sw[i].tree == tree &&
+		    S->sw[i].kind == kind && strcmp(S->sw[i].name, name) == 0)
+			return;
+	if (S->nsw == S->capsw) {
+		S->capsw = S->capsw ? S->capsw * 2 : 64;
+		S->sw = realloc(S->sw, (size_t)S->capsw * sizeof(*S->sw));
+		if (S->sw == NULL)
+			abort();
+	}
+	S->sw[S->nsw].c = c;
+	S->sw[S->nsw].tree = tree;
+	snprintf(S->sw[S->nsw].name, NAME, "%s", name);
+	S->sw[S->nsw++].kind = kind;
+}
+
+static void
+sw_drop_conn(const struct pconn *c)
+{
+	int i;
+
+	for (i = 0; i < S->nsw; )
+		if (S->sw[i].c == c)
+			S->sw[i] = S->sw[--S->nsw];
+		else
+			i++;
+}
+
+/* Fires (one-shot) the watches of KIND on (tree, name), in order. */
+static void
+sw_fire(int tree, const char *name, enum wkind kind, int wtype)
+{
+	struct pmsg *m;
+	int i;
+
+	for (i = 0; i < S->nsw; ) {
+		if (S->sw[i].tree != tree || S->sw[i].kind != kind ||
+		    strcmp(S->sw[i].name, name) != 0) {
+			i++;
+			continue;
+		}
+		if (S->sw[i].c->server_open) {
+			m = msg_new(M_WATCH, S->sw[i].c);
+			m->tree = tree;
+			m->wtype = wtype;
+			snprintf(m->name, NAME, "%s", name);
+			m->zxid = S->zxid;
+			p_send(m, false);
+		}
+		S->sw[i] = S->sw[--S->nsw];
+	}
+}
+
+struct fired {
+	int		 tree;
+	char		 name[NAME];
+	enum wkind	 kind;
+	int		 wtype;
+};
+
+/* One write on a copy of a tree; notes the watches it fires. */
+static int
+tree_do(struct ptree *t, int tree, struct pop *op, int64_t zxid,
+    int64_t session, struct prep *rep, struct fired *f, int *nf)
+{
+	int i;
+
+	switch (op->type) {
+	case O_CREATE_PARENT:
+		if (t->exists)
+			return ZNODEEXISTS;
+		memset(t, 0, sizeof(*t));
+		t->exists = true;
+		t->datalen = -1;
+		t->czxid = t->mzxid = t->pzxid = zxid;
+		return ZOK;
+	case O_CREATE:
+		if (!t->exists)
+			return ZNONODE;
+		if (t->n == PC_MAX) {
+			p_fail("tree %d: too many children", tree);
+			return ZNODEEXISTS;
+		}
+		i = t->n++;
+		if (snprintf(t->c[i].name, NAME, "%s%010d", op->name,
+		    t->cversion) >= NAME)
+			abort();
+		memcpy(t->c[i].data, op->data, (size_t)op->datalen);
+		t->c[i].datalen = op->datalen;
+		t->c[i].czxid = t->c[i].mzxid = zxid;
+		t->c[i].owner = session;
+		t->cversion++;
+		t->pzxid = zxid;
+		snprintf(rep->path, NAME, "%s", t->c[i].name);
+		rep->czxid = zxid;
+		rep->owner = session;
+		f[*nf].tree = tree;
+		f[*nf].name[0] = '\0';
+		f[*nf].kind = WK_CHILD;
+		f[(*nf)++].wtype = WT_CHILD;
+		return ZOK;
+	case O_DELETE:
+		if (!t->exists || (i = tree_find(t, op->name)) < 0)
+			return ZNONODE;
+		t->c[i] = t->c[--t->n];
+		t->cversion++;
+		t->pzxid = zxid;
+		f[*nf].tree = tree;
+		snprintf(f[*nf].name, NAME, "%s", op->name);
+		f[*nf].kind = WK_DATA;
+		f[(*nf)++].wtype = WT_DELETED;
+		f[*nf].tree = tree;
+		f[*nf].name[0] = '\0';
+		f[*nf].kind = WK_CHILD;
+		f[(*nf)++].wtype = WT_CHILD;
+		return ZOK;
+	case O_SET:
+		if (!t->exists)
+			return ZNONODE;
+		if (op->name[0] == '\0') {
+			memcpy(t->data, op->data, (size_t)op->datalen);
+			t->datalen = op->datalen;
+			t->mzxid = zxid;
+		} else {
+			if ((i = tree_find(t, op->name)) < 0)
+				return ZNONODE;
+			memcpy(t->c[i].data, op->data, (size_t)op->datalen);
+			t->c[i].datalen = op->datalen;
+			t->c[i].mzxid = zxid;
+		}
+		rep->set_mzxid = zxid;
+		f[*nf].tree = tree;
+		snprintf(f[*nf].name, NAME, "%s", op->name);
+		f[*nf].kind = WK_DATA;
+		f[(*nf)++].wtype = WT_CHANGED;
+		return ZOK;
+	case O_CHECK:
+		if (!t->exists || (op->name[0] != '\0' &&
+		    tree_find(t, op->name) < 0))
+			return ZNONODE;
+		return ZOK;
+	default:
+		abort();
+	}
+}
+
+static void
+p_server_reply(struct pconn *c, struct pmsg *rm)
+{
+	if (!c->server_open) {
+		msg_free(rm);
+		return;
+	}
+	if (rm->type == M_REPLY && S->lose_reply[c->agent]) {
+		/* The fault: applied, the reply never arrives, the
+		 * connection breaks. */
+		S->lose_reply[c->agent] = false;
+		p_trace("a%d: reply to xid %d LOST, connection breaks",
+		    c->agent, rm->rep.xid);
+		msg_free(rm);
+		c->server_open = false;
+		sw_drop_conn(c);
+		p_send(msg_new(M_EOF, c), false);
+		return;
+	}
+	p_send(rm, false);
+}
+
+/* Expiry or close: the ephemerals go in one transaction. */
+static void
+sess_close(struct psess *z, const char *why)
+{
+	struct fired f[PT_MAX * PC_MAX * 2];
+	struct prep dummy;
+	struct pop op;
+	int t, i, nf = 0;
+
+	if (!z->alive)
+		return;
+	z->alive = false;
+	S->zxid++;
+	p_trace("zk: session %" PRIx64 " of a%d %s (zxid %" PRIx64 ")",
+	    (uint64_t)z->id, z->agent, why, (uint64_t)S->zxid);
+	for (t = 0; t < PT_MAX; t++) {
+		for (i = 0; i < S->tree[t].n; ) {
+			if (S->tree[t].c[i].owner != z->id) {
+				i++;
+				continue;
+			}
+			memset(&op, 0, sizeof(op));
+			op.type = O_DELETE;
+			snprintf(op.name, NAME, "%s", S->tree[t].c[i].name);
+			tree_do(&S->tree[t], t, &op, S->zxid, z->id, &dummy, f,
+			    &nf);
+		}
+	}
+	for (i = 0; i < nf; i++)
+		sw_fire(f[i].tree, f[i].name, f[i].kind, f[i].wtype);
+	if (z->conn != NULL && z->conn->server_open) {
+		z->conn->server_open = false;
+		sw_drop_conn(z->conn);
+		p_send(msg_new(M_EOF, z->conn), false);
+	}
+}
+
+static void
+p_expiry_cb(void *p, uint64_t a)
+{
+	int i;
+
+	for (i = 0; i < S->nsess; i++)
+		if (S->sess[i].alive && S->sess[i].expiry <= S->now)
+			sess_close(&S->sess[i], "EXPIRES");
+	if (!S->stop)
+		p_at(S->now + S->tick, p_expiry_cb, NULL, 0);
+}
+
+static void
+p_stat_child(const struct pnode *n, struct prep *rep)
+{
+	rep->czxid = n->czxid;
+	rep->mzxid = n->mzxid;
+	rep->pzxid = n->czxid;
+	rep->owner = n->owner;
+	memcpy(rep->data, n->data, (size_t)n->datalen);
+	rep->datalen = n->datalen;
+}
+
+static void
+p_server_req(struct pconn *c, struct psess *z, const struct preq *q)
+{
+	struct ptree *t = &S->tree[q->tree], copy;
+	struct fired f[8];
+	struct pmsg *rm = msg_new(M_REPLY, c);
+	struct prep *rep = &rm->rep;
+	struct pop op;
+	int i, nf = 0, rc;
+
+	rep->xid = q->xid;
+	rep->datalen = -1;
+	rep->rc = ZOK;
+	switch (q->op[0].type) {
+	case O_SYNC:
+		break;
+	case O_EXISTS:
+	case O_GET:
+		if (!t->exists) {
+			rep->rc = ZNONODE;
+			break;
+		}
+		if (q->op[0].name[0] == '\0') {
+			rep->czxid = t->czxid;
+			rep->mzxid = t->mzxid;
+			rep->pzxid = t->pzxid;
+			memcpy(rep->data, t->data, t->datalen > 0 ?
+			    (size_t)t->datalen : 0);
+			rep->datalen = t->datalen;
+		} else if ((i = tree_find(t, q->op[0].name)) >= 0)
+			p_stat_child(&t->c[i], rep);
+		else {
+			rep->rc = ZNONODE;
+			break;
+		}
+		if (q->watch)
+			sw_add(c, q->tree, q->op[0].name, WK_DATA);
+		break;
+	case O_CHILDREN:
+		if (!t->exists) {
+			rep->rc = ZNONODE;
+			break;
+		}
+		rep->children = calloc((size_t)t->n + 1, sizeof(char *));
+		if (rep->children == NULL)
+			abort();
+		for (i = 0; i < t->n; i++)
+			rep->children[rep->nchildren++] = strdup(t->c[i].name);
+		if (q->watch)
+			sw_add(c, q->tree, "", WK_CHILD);
+		break;
+	default:
+		/* A write, or a multi: on a copy, kept only if all is well. */
+		copy = *t;
+		S->zxid++;
+		for (i = 0; i < q->nops; i++) {
+			op = q->op[i];
+			rc = tree_do(&copy, q->tree, &op, S->zxid, z->id, rep, f,
+			    &nf);
+			rep->results[i] = rc;
+			if (rc != ZOK) {
+				rep->rc = rc;
+				for (i++; i < q->nops; i++)
+					rep->results[i] = ZRUNTIMEINCONSISTENCY;
+				break;
+			}
+		}
+		if (rep->rc == ZOK) {
+			*t = copy;
+			for (i = 0; i < nf; i++)
+				sw_fire(f[i].tree, f[i].name, f[i].kind,
+				    f[i].wtype);
+		}
+		rm->zxid = S->zxid;
+		break;
+	}
+	p_server_reply(c, rm);
+}
+
+static void
+p_server_recv(void *p, uint64_t unused)
+{
+	struct pmsg *m = p, *rm;
+	struct pconn *c = m->c;
+	struct psess *z;
+	int i;
+
+	(void)unused;
+	if (!c->server_open) {
+		msg_free(m);
+		return;
+	}
+	switch (m->type) {
+	case M_CONNECT:
+		rm = msg_new(M_CONNECTED, c);
+		if (m->session == 0) {
+			if (S->nsess == S->capsess) {
+				S->capsess = S->capsess ? S->capsess * 2 : 16;
+				S->sess = realloc(S->sess, (size_t)S->capsess *
+				    sizeof(*S->sess));
+				if (S->sess == NULL)
+					abort();
+			}
+			z = &S->sess[S->nsess++];
+			memset(z, 0, sizeof(*z));
+			z->id = S->next_session++;
+			z->timeout_ms = m->timeout_ms;
+			z->alive = true;
+			z->agent = c->agent;
+			S->zxid++;	/* createSession */
+		} else
+			z = sess_find(m->session);
+		if (z == NULL || !z->alive) {
+			rm->valid = false;
+			p_send(rm, false);
+			c->server_open = false;
+			msg_free(m);
+			return;
+		}
+		/* A reconnect revalidates; the older connection is done. */
+		if (z->conn != NULL && z->conn != c && z->conn->server_open) {
+			z->conn->server_open = false;
+			sw_drop_conn(z->conn);
+			p_send(msg_new(M_EOF, z->conn), false);
+		}
+		z->conn = c;
+		c->session = z->id;
+		sess_touch(z);
+		rm->valid = true;
+		rm->session = z->id;
+		rm->timeout_ms = z->timeout_ms;
+		p_send(rm, false);
+		/* SetWatches: what changed since the client's zxid fires now,
+		 * the rest is set again. */
+		for (i = 0; i < m->nw; i++) {
+			const struct wreg *w = &m->w[i];
+			const struct ptree *t = &S->tree[w->tree];
+			int k = w->name[0] ? tree_find(t, w->name) : -1;
+			struct pmsg *wm;
+			int wt = 0;
+
+			if (w->kind == WK_CHILD) {
+				if (!t->exists)
+					wt = WT_DELETED;
+				else if (t->pzxid > m->zxid)
+					wt = WT_CHILD;
+			} else if (w->name[0] == '\0') {
+				if (!t->exists)
+					wt = WT_DELETED;
+				else if (t->mzxid > m->zxid)
+					wt = WT_CHANGED;
+			} else if (k < 0)
+				wt = WT_DELETED;
+			else if (t->c[k].mzxid > m->zxid)
+				wt = WT_CHANGED;
+			if (wt == 0) {
+				sw_add(c, w->tree, w->name, w->kind);
+				continue;
+			}
+			wm = msg_new(M_WATCH, c);
+			wm->tree = w->tree;
+			wm->wtype = wt;
+			snprintf(wm->name, NAME, "%s", w->name);
+			wm->zxid = S->zxid;
+			p_send(wm, false);
+		}
+		break;
+	case M_PING:
+		if ((z = sess_find(c->session)) != NULL && z->alive &&
+		    z->conn == c) {
+			sess_touch(z);
+			p_send(msg_new(M_PONG, c), false);
+		}
+		break;
+	case M_REQ:
+		if ((z = sess_find(c->session)) == NULL || !z->alive ||
+		    z->conn != c)
+			break;
+		sess_touch(z);
+		p_server_req(c, z, &m->req);
+		break;
+	case M_CLOSE:
+		if ((z = sess_find(c->session)) != NULL && z->conn == c)
+			sess_close(z, "closed by its client");
+		break;
+	case M_FIN:
+		c->server_open = false;
+		sw_drop_conn(c);
+		break;
+	default:
+		abort();
+	}
+	msg_free(m);
+}
+
+/* --- The client (zookeeper.c's shape) --- */
+
+static struct pagent *
+h_agent(const struct phandle *h)
+{
+	return &S->agents[h->agent];
+}
+
+static uint64_t
+h_now_us(const struct phandle *h)
+{
+	return a_local_us(h_agent(h), S->now);
+}
+
+static struct item *
+item_new(uint64_t hid, enum iwhat what, int part)
+{
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (it == NULL)
+		abort();
+	it->hid = hid;
+	it->what = what;
+	it->part = part;
+	it->ev.failed_op = -1;
+	return it;
+}
+
+static char *
+dup_data(const char *data, int len)
+{
+	char *p;
+
+	if (len < 0)
+		return NULL;
+	if ((p = malloc((size_t)len + 1)) == NULL)
+		abort();
+	memcpy(p, data, (size_t)len);
+	p[len] = '\0';
+	return p;
+}
+
+static void
+h_session_event(struct phandle *h, enum election_session s)
+{
+	struct item *it = item_new(h->id, I_EV, -1);
+
+	it->ev.type = EV_SESSION;
+	it->ev.session = s;
+	if (s == SESSION_CONNECTED) {
+		it->ev.session_id = h->session;
+		it->ev.timeout_ms = h->timeout_ms;
+		it->ev.sent = h->opened_ms;
+	}
+	p_agent_push(h_agent(h), it);
+}
+
+/* A completion becomes an event (zk.c's callbacks). */
+static void
+h_complete(struct phandle *h, struct pcreq *r, int rc, const struct prep *rep)
+{
+	struct item *it;
+	struct agg *g;
+	int i;
+
+	if (r->kind == K_NONE)
+		return;
+	if (r->kind == K_RENEW || r->kind == K_SRENEW) {
+		g = r->agg;
+		if (rc != ZOK && g->rc == ZOK) {
+			g->rc = rc;
+			g->failed_op = r->sub;
+		}
+		if (rc == ZOK && r->sub == 1) {
+			g->owner = rep->owner;
+			g->czxid = rep->czxid;
+		}
+		if (rc == ZOK && r->sub == 2) {
+			g->has_data = rep->datalen >= 0;
+			g->datalen = rep->datalen >= 0 ? rep->datalen : 0;
+			memcpy(g->data, rep->data, (size_t)g->datalen);
+			g->mzxid = rep->mzxid;
+			g->pzxid = rep->pzxid;
+		}
+		if (--g->refs > 0)
+			return;
+		if (r->kind == K_SRENEW) {
+			it = item_new(h->id, I_SRENEW, -1);
+			it->ev.rc = g->rc;
+			it->ev.owner = g->owner;
+		} else {
+			it = item_new(h->id, I_EV, r->part);
+			it->ev.type = EV_RENEWED;
+			it->ev.rc = g->rc;
+			it->ev.failed_op = g->failed_op;
+			it->name = strdup(r->name);
+			it->ev.owner = g->owner;
+			it->ev.czxid = g->czxid;
+			it->ev.zxid = g->mzxid;
+			it->ev.pzxid = g->pzxid;
+			it->data = g->has_data ? dup_data(g->data, g->datalen) :
+			    NULL;
+			it->ev.datalen = g->datalen;
+		}
+		it->ev.gen = r->gen;
+		free(g);
+		p_agent_push(h_agent(h), it);
+		return;
+	}
+	if (r->kind >= K_MCREATE) {
+		it = item_new(h->id, I_MEMBER, -1);
+		it->kind = r->kind;
+		it->ev.gen = r->gen;
+		it->ev.rc = rc;
+		it->name = strdup(r->name);
+		if (rc == ZOK && r->kind == K_MCREATE) {
+			free(it->name);
+			it->name = strdup(rep->path);
+		}
+		if (rc == ZOK && r->kind == K_MDATA) {
+			it->data = dup_data(rep->data, rep->datalen);
+			it->ev.datalen = rep->datalen >= 0 ? rep->datalen : 0;
+			it->ev.owner = rep->owner;
+		}
+		if (rc == ZOK && r->kind == K_MLIST && rep->nchildren > 0) {
+			it->names = calloc((size_t)rep->nchildren, sizeof(char *));
+			if (it->names == NULL)
+				abort();
+			for (i = 0; i < rep->nchildren; i++)
+				it->names[it->ev.count++] =
+				    strdup(rep->children[i]);
+		}
+		p_agent_push(h_agent(h), it);
+		return;
+	}
+	it = item_new(h->id, I_EV, r->part);
+	it->ev.gen = r->gen;
+	switch (r->kind) {
+	case K_PARENT:
+		it->ev.type = EV_PARENT_CREATED;
+		break;
+	case K_CREATE:
+		it->ev.type = EV_CREATED;
+		if (rc == ZOK) {
+			it->name = strdup(rep->path);
+			it->ev.owner = rep->owner;
+			it->ev.czxid = rep->czxid;
+		}
+		break;
+	case K_LIST:
+		it->ev.type = EV_CHILDREN;
+		if (rc == ZOK && rep->nchildren > 0) {
+			it->names = calloc((size_t)rep->nchildren, sizeof(char *));
+			if (it->names == NULL)
+				abort();
+			for (i = 0; i < rep->nchildren; i++)
+				it->names[it->ev.count++] =
+				    strdup(rep->children[i]);
+		}
+		break;
+	case K_AHEAD:
+		it->ev.type = EV_AHEAD_CHECKED;
+		it->name = strdup(r->name);
+		break;
+	case K_OWNER:
+		it->ev.type = EV_OWNER;
+		it->name = strdup(r->name);
+		if (rc == ZOK) {
+			it->ev.owner = rep->owner;
+			it->ev.czxid = rep->czxid;
+		}
+		break;
+	case K_PRED_SET:
+	case K_SELF_SET:
+	case K_SUCCESSOR:
+	case K_CLAIM_DATA:
+		it->ev.type = r->kind == K_PRED_SET ? EV_PRED_SET :
+		    r->kind == K_SELF_SET ? EV_SELF_SET :
+		    r->kind == K_SUCCESSOR ? EV_SUCCESSOR_DATA : EV_CLAIM_DATA;
+		it->name = strdup(r->name);
+		if (rc == ZOK) {
+			it->data = dup_data(rep->data, rep->datalen);
+			it->ev.datalen = rep->datalen >= 0 ? rep->datalen : 0;
+			it->ev.zxid = rep->mzxid;
+			it->ev.pzxid = rep->pzxid;
+			it->ev.czxid = rep->czxid;
+		}
+		break;
+	case K_CLAIM:
+	case K_RELEASE:
+		it->ev.type = r->kind == K_CLAIM ? EV_CLAIMED : EV_RELEASED;
+		it->name = strdup(r->name);
+		if (rc == ZOK && r->kind == K_CLAIM)
+			it->ev.zxid = rep->set_mzxid;
+		if (rc != ZOK && rep != NULL) {
+			for (i = 0; i < r->req.nops; i++)
+				if (rep->results[i] != ZOK &&
+				    rep->results[i] != ZRUNTIMEINCONSISTENCY)
+					break;
+			if (i < r->req.nops) {
+				it->ev.failed_op = i;
+				rc = rep->results[i];
+			}
+		}
+		break;
+	default:
+		abort();
+	}
+	it->ev.rc = rc;
+	p_agent_push(h_agent(h), it);
+}
+
+static void
+h_send_req(struct phandle *h, struct pcreq *r)
+{
+	struct pmsg *m = msg_new(M_REQ, h->conn);
+
+	r->sent = true;
+	r->req.xid = r->req.xid ? r->req.xid : ++h->xid;
+	m->req = r->req;
+	h->last_send = h_now_us(h);
+	p_send(m, true);
+}
+
+static void
+h_submit(struct phandle *h, struct pcreq *r)
+{
+	if (h->state == HS_EXPIRED || h->state == HS_CLOSED) {
+		h_complete(h, r, h->state == HS_EXPIRED ? ZSESSIONEXPIRED :
+		    ZCLOSING, NULL);
+		free(r);
+		return;
+	}
+	r->req.xid = ++h->xid;
+	r->next = NULL;
+	*h->out_tail = r;
+	h->out_tail = &r->next;
+	if (h->connected)
+		h_send_req(h, r);
+}
+
+/* Fails every call (connection loss, expiry, close). */
+static void
+h_fail_all(struct phandle *h, int rc)
+{
+	struct pcreq *r;
+
+	while ((r = h->out) != NULL) {
+		h->out = r->next;
+		if (h->out == NULL)
+			h->out_tail = &h->out;
+		h_complete(h, r, rc, NULL);
+		free(r);
+	}
+}
+
+static void h_connect(struct phandle *h);
+
+static void
+h_check_cb(void *p, uint64_t ver)
+{
+	struct phandle *h = p;
+	struct pagent *a = h_agent(h);
+	uint64_t now, T3 = (uint64_t)h->timeout_ms * 1000 / 3;
+
+	if (ver != h->ver || h->state == HS_CLOSED || h->state == HS_EXPIRED)
+		return;
+	if (!a->paused) {
+		now = h_now_us(h);
+		if (h->conn == NULL)
+			h_connect(h);
+		else if (now >= h->last_recv + 2 * T3) {
+			p_trace("a%d: client gives up its connection", h->agent);
+			p_client_drop(h, false);
+		} else if (h->connected && now >= h->last_send + T3) {
+			h->last_send = now;
+			p_send(msg_new(M_PING, h->conn), true);
+		}
+	}
+	p_at(S->now + (stime)h->timeout_ms * 1000 / 30, h_check_cb, h, h->ver);
+}
+
+static void
+h_connect(struct phandle *h)
+{
+	struct pconn *c = calloc(1, sizeof(*c));
+	struct pmsg *m;
+
+	if (c == NULL)
+		abort();
+	c->id = ++S->next_conn;
+	c->agent = h->agent;
+	c->client_open = c->server_open = true;
+	c->h = h;
+	c->next = S->conns;
+	S->conns = c;
+	h->conn = c;
+	h->connected = false;
+	h->last_recv = h->last_send = h_now_us(h);
+	m = msg_new(M_CONNECT, c);
+	m->session = h->session;
+	m->timeout_ms = h->timeout_ms;
+	m->zxid = h->last_zxid;
+	if (h->session != 0 && h->nw > 0) {
+		m->w = calloc((size_t)h->nw, sizeof(*m->w));
+		if (m->w == NULL)
+			abort();
+		memcpy(m->w, h->w, (size_t)h->nw * sizeof(*m->w));
+		m->nw = h->nw;
+	}
+	p_send(m, true);
+}
+
+/* The connection is lost (given up, kicked, or closed by the server). */
+static void
+p_client_drop(struct phandle *h, bool eof)
+{
+	bool was = h->connected;
+
+	(void)eof;
+	if (h->conn != NULL) {
+		h->conn->client_open = false;
+		p_send(msg_new(M_FIN, h->conn), true);
+		h->conn = NULL;
+	}
+	h->connected = false;
+	if (h->state == HS_CONNECTED) {
+		h->state = HS_CONNECTING;
+		if (was)
+			h_session_event(h, SESSION_CONNECTING);
+	}
+	h_fail_all(h, ZCONNECTIONLOSS);
+	/* The next server after a short pause. */
+	h->ver++;
+	p_at(S->now + (stime)h->timeout_ms * 1000 / 60, h_check_cb, h, h->ver);
+}
+
+static void
+h_watch_fired(struct phandle *h, int tree, const char *name, int wtype)
+{
+	struct item *it;
+	enum wkind kind = wtype == WT_CHILD ? WK_CHILD : WK_DATA;
+	int i, j;
+
+	for (i = 0; i < h->nw; ) {
+		const struct wreg *w = &h->w[i];
+
+		if (w->tree != tree || strcmp(w->name, name) != 0 ||
+		    (w->kind != kind && !(wtype == WT_DELETED))) {
+			i++;
+			continue;
+		}
+		if (w->ctx == C_MEMBERS) {
+			it = item_new(h->id, I_MEMBER, -1);
+			it->watch = true;
+		} else {
+			static const enum election_event_type types[] = {
+				EV_PRED_CHANGED, EV_SELF_CHANGED,
+				EV_CLAIM_CHANGED, EV_CHILDREN_CHANGED,
+			};
+
+			it = item_new(h->id, I_EV, w->part);
+			it->ev.type = types[w->ctx];
+			/* zk_node_watcher: the path's last component. */
+			it->name = strdup(name[0] != '\0' ? name :
+			    S->pname[w->part]);
+			it->ev.deleted = wtype == WT_DELETED;
+		}
+		p_agent_push(h_agent(h), it);
+		for (j = i; j < h->nw - 1; j++)
+			h->w[j] = h->w[j + 1];
+		h->nw--;
+	}
+}
+
+static void
+h_watch_add(struct phandle *h, const struct pcreq *r)
+{
+	int i;
+
+	for (i = 0; i < h->nw; i++)
+		if (h->w[i].tree == r->req.tree && h->w[i].ctx == r->ctx &&
+		    h->w[i].kind == r->wkind && h->w[i].part == r->part &&
+		    strcmp(h->w[i].name, r->req.op[0].name) == 0)
+			return;
+	if (h->nw == PW_MAX) {
+		p_fail("a%d: too many watches", h->agent);
+		return;
+	}
+	h->w[h->nw].tree = r->req.tree;
+	snprintf(h->w[h->nw].name, NAME, "%s", r->req.op[0].name);
+	h->w[h->nw].kind = r->wkind;
+	h->w[h->nw].ctx = r->ctx;
+	h->w[h->nw++].part = r->part;
+}
+
+static void
+h_read(struct pmsg *m)
+{
+	struct pconn *c = m->c;
+	struct phandle *h = c->h;
+	struct pcreq *r;
+
+	if (!c->client_open || h == NULL || h->conn != c) {
+		msg_free(m);
+		return;
+	}
+	h->last_recv = h_now_us(h);
+	if (m->zxid > h->last_zxid)
+		h->last_zxid = m->zxid;
+	switch (m->type) {
+	case M_CONNECTED:
+		if (!m->valid) {
+			p_trace("a%d: session %" PRIx64 " EXPIRED", h->agent,
+			    (uint64_t)h->session);
+			h->state = HS_EXPIRED;
+			h->conn->client_open = false;
+			h->conn = NULL;
+			h->connected = false;
+			h->nw = 0;
+			h->ver++;
+			h_session_event(h, SESSION_EXPIRED);
+			h_fail_all(h, ZSESSIONEXPIRED);
+			break;
+		}
+		h->session = m->session;
+		h->timeout_ms = m->timeout_ms;
+		h->state = HS_CONNECTED;
+		h->connected = true;
+		h_session_event(h, SESSION_CONNECTED);
+		for (r = h->out; r != NULL; r = r->next)
+			if (!r->sent)
+				h_send_req(h, r);
+		break;
+	case M_PONG:
+		break;
+	case M_WATCH:
+		h_watch_fired(h, m->tree, m->name, m->wtype);
+		break;
+	case M_REPLY:
+		if ((r = h->out) == NULL || r->req.xid != m->rep.xid) {
+			p_fail("a%d: reply out of order", h->agent);
+			break;
+		}
+		h->out = r->next;
+		if (h->out == NULL)
+			h->out_tail = &h->out;
+		if (m->rep.rc == ZOK && r->set_watch)
+			h_watch_add(h, r);
+		h_complete(h, r, m->rep.rc, &m->rep);
+		free(r);
+		break;
+	case M_EOF:
+		p_client_drop(h, true);
+		break;
+	default:
+		abort();
+	}
+	msg_free(m);
+}
+
+static void
+p_client_recv(void *p, uint64_t unused)
+{
+	struct pmsg *m = p;
+	struct phandle *h = m->c->h;
+
+	(void)unused;
+	if (h != NULL && h_agent(h)->paused) {
+		/* It waits in the socket until the agent resumes. */
+		m->next = NULL;
+		*h->pend_tail = m;
+		h->pend_tail = &m->next;
+		return;
+	}
+	h_read(m);
+}
+
+/* A resumed agent's client reads what waited, in order. */
+static void
+h_drain(struct phandle *h)
+{
+	struct pmsg *m;
+
+	while ((m = h->pend) != NULL) {
+		h->pend = m->next;
+		if (h->pend == NULL)
+			h->pend_tail = &h->pend;
+		h_read(m);
+	}
+}
+
+static void
+h_free(struct phandle *h)
+{
+	struct pcreq *r;
+	struct pmsg *m;
+
+	while ((r = h->out) != NULL) {
+		h->out = r->next;
+		if (r->agg != NULL && --r->agg->refs == 0)
+			free(r->agg);
+		free(r);
+	}
+	while ((m = h->pend) != NULL) {
+		h->pend = m->next;
+		msg_free(m);
+	}
+	free(h);
+}
+
+static struct phandle *
+h_open(struct pagent *a)
+{
+	struct phandle *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		abort();
+	h->id = ++S->next_handle;
+	h->agent = a->idx;
+	h->state = HS_CONNECTING;
+	h->timeout_ms = S->T_ms;
+	h->opened_ms = a_now_ms(a);
+	h->out_tail = &h->out;
+	h->pend_tail = &h->pend;
+	h->next = S->handles;
+	S->handles = h;
+	h->ver++;
+	p_at(S->now + p_below(2000), h_check_cb, h, h->ver);
+	return h;
+}
+
+/* zookeeper_close: closeSession when connected, calls end ZCLOSING. */
+static void
+h_close(struct phandle *h, bool send_close)
+{
+	if (h == NULL || h->state == HS_CLOSED)
+		return;
+	if (h->conn != NULL) {
+		if (send_close && h->connected)
+			p_send(msg_new(M_CLOSE, h->conn), true);
+		h->conn->client_open = false;
+		p_send(msg_new(M_FIN, h->conn), true);
+		h->conn = NULL;
+	}
+	h->connected = false;
+	h->state = HS_CLOSED;
+	h->ver++;
+	h_fail_all(h, ZCLOSING);
+}
+
+static struct pcreq *
+h_req(struct pagent *a, int part, enum kind kind, enum op type, int tree,
+    const char *name)
+{
+	struct pcreq *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		abort();
+	r->kind = kind;
+	r->part = part;
+	r->gen = part >= 0 ? a->e[part].gen : a->member_gen;
+	snprintf(r->name, NAME, "%s", name != NULL ? name : "");
+	r->req.tree = tree;
+	r->req.nops = 1;
+	r->req.op[0].type = type;
+	snprintf(r->req.op[0].name, NAME, "%s", name != NULL ? name : "");
+	return r;
+}
+
+static void
+h_op(struct pop *op, enum op type, const char *name, const char *data,
+    int datalen)
+{
+	op->type = type;
+	snprintf(op->name, NAME, "%s", name);
+	if (datalen > PD_MAX)
+		abort();
+	if (datalen > 0)
+		memcpy(op->data, data, (size_t)datalen);
+	op->datalen = datalen > 0 ? datalen : 0;
+}
+
+/* --- The agents: zk.c's partition driving --- */
+
+static void
+a_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
+{
+	uint64_t x = p_rand(), y = p_rand();
+
+	(void)arg;
+	snprintf(out, ELECTION_UUID_LEN + 1,
+	    "%08x-%04x-4%03x-%04x-%012" PRIx64, (unsigned)(x >> 32),
+	    (unsigned)(x >> 16) & 0xffff, (unsigned)x & 0xfff,
+	    (unsigned)(y >> 48 & 0x3fff) | 0x8000,
+	    (uint64_t)(y & 0xffffffffffffULL));
+}
+
+static void
+item_free(struct item *it)
+{
+	int i;
+
+	for (i = 0; it->names != NULL && i < it->ev.count; i++)
+		free(it->names[i]);
+	free(it->names);
+	free(it->name);
+	free(it->data);
+	free(it);
+}
+
+static void p_run_cb(void *, uint64_t);
+
+static void
+p_agent_push(struct pagent *a, struct item *it)
+{
+	if (!a->running) {
+		item_free(it);
+		return;
+	}
+	it->next = NULL;
+	*a->in_tail = it;
+	a->in_tail = &it->next;
+	if (!a->paused && !a->run_sched) {
+		a->run_sched = true;
+		p_at(S->now, p_run_cb, a, a->inc);
+	}
+}
+
+static void
+p_exit(struct pagent *a, uint64_t linger_ms);
+
+static void p_notified_cb(void *p, uint64_t arg);
+
+/* zk_perform for partition P. */
+static void
+p_perform(struct pagent *a, int part, const struct election_action *x)
+{
+	struct phandle *h = a->h;
+	struct election *e = &a->e[part];
+	int tree = part + 1, i, n;
+	char path[NAME];
+	struct pcreq *r;
+	struct agg *g;
+
+	switch (x->type) {
+	case ACT_CREATE_PARENT:
+		h_submit(h, h_req(a, part, K_PARENT, O_CREATE_PARENT, tree, ""));
+		break;
+	case ACT_CREATE:
+		r = h_req(a, part, K_CREATE, O_CREATE, tree, NULL);
+		snprintf(path, sizeof(path), "_c_%s-latch-", e->uuid);
+		h_op(&r->req.op[0], O_CREATE, path, x->data, x->datalen);
+		h_submit(h, r);
+		break;
+	case ACT_LIST:
+		if (x->sync)
+			h_submit(h, h_req(a, part, K_NONE, O_SYNC, tree, ""));
+		h_submit(h, h_req(a, part, K_LIST, O_CHILDREN, tree, ""));
+		break;
+	case ACT_WATCH_CHILDREN:
+		r = h_req(a, part, K_LIST, O_CHILDREN, tree, "");
+		r->req.watch = r->set_watch = true;
+		r->ctx = C_CHILD;
+		r->wkind = WK_CHILD;
+		h_submit(h, r);
+		break;
+	case ACT_WATCH_PRED:
+	case ACT_WATCH_SELF:
+		r = h_req(a, part, x->type == ACT_WATCH_PRED ? K_PRED_SET :
+		    K_SELF_SET, O_GET, tree, x->name);
+		r->req.watch = r->set_watch = true;
+		r->ctx = x->type == ACT_WATCH_PRED ? C_PRED : C_SELF;
+		r->wkind = WK_DATA;
+		h_submit(h, r);
+		break;
+	case ACT_GET_OWNER:
+		h_submit(h, h_req(a, part, K_OWNER, O_EXISTS, tree, x->name));
+		break;
+	case ACT_CLAIM:
+		r = h_req(a, part, K_CLAIM, O_MULTI, tree, x->name);
+		r->req.nops = 2;
+		h_op(&r->req.op[0], O_CHECK, x->name, NULL, 0);
+		h_op(&r->req.op[1], O_SET, "", x->data, x->datalen);
+		h_submit(h, r);
+		break;
+	case ACT_RELEASE:
+		r = h_req(a, part, K_RELEASE, O_MULTI, tree, x->name);
+		n = 0;
+		if (x->successor[0] != '\0')
+			h_op(&r->req.op[n++], O_CHECK, x->successor, NULL, 0);
+		h_op(&r->req.op[n++], O_DELETE, x->name, NULL, 0);
+		if (x->write_claim)
+			h_op(&r->req.op[n++], O_SET, "", x->data, x->datalen);
+		r->req.nops = n;
+		h_submit(h, r);
+		break;
+	case ACT_RENEW:
+		if ((g = calloc(1, sizeof(*g))) == NULL)
+			abort();
+		g->refs = 3;
+		g->failed_op = -1;
+		for (i = 0; i < 3; i++) {
+			r = h_req(a, part, K_RENEW, i == 0 ? O_SYNC : i == 1 ?
+			    O_EXISTS : O_GET, tree, i == 1 ? x->name : "");
+			snprintf(r->name, NAME, "%s", x->name);
+			r->agg = g;
+			r->sub = i;
+			h_submit(h, r);
+		}
+		break;
+	case ACT_WATCH_CLAIM:
+		r = h_req(a, part, K_CLAIM_DATA, O_GET, tree, "");
+		r->req.watch = r->set_watch = true;
+		r->ctx = C_CLAIM;
+		r->wkind = WK_DATA;
+		h_submit(h, r);
+		break;
+	case ACT_READ_CLAIM:
+		h_submit(h, h_req(a, part, K_CLAIM_DATA, O_GET, tree, ""));
+		break;
+	case ACT_CHECK_AHEAD:
+		h_submit(h, h_req(a, part, K_AHEAD, O_EXISTS, tree, x->name));
+		break;
+	case ACT_READ_SUCCESSOR:
+		h_submit(h, h_req(a, part, K_SUCCESSOR, O_GET, tree, x->name));
+		break;
+	case ACT_KICK:
+		/* Partitions ask together: one kick moves the connection. */
+		if (a->last_kick_at != 0 && a_now_ms(a) < a->last_kick_at + 100)
+			return;
+		a->last_kick_at = a_now_ms(a);
+		p_trace("%s: kicks its connection", a->id);
+		if (h->conn != NULL)
+			p_client_drop(h, false);
+		break;
+	case ACT_NEW_SESSION:
+		a->new_session_owed = true;
+		break;
+	case ACT_NOTIFY:
+		if (x->wait)
+			p_at(S->now + a->hook_us, p_notified_cb, a,
+			    (a->inc << 40) | ((uint64_t)part << 32) |
+			    (x->told & 0xffffffffu));
+		break;
+	case ACT_EXIT:
+		p_parts_check_stop(a);
+		break;
+	}
+}
+
+static void
+p_notified_cb(void *p, uint64_t arg)
+{
+	struct pagent *a = p;
+	struct item *it;
+
+	if ((arg >> 40) != (a->inc & 0xffffff) || !a->running)
+		return;
+	it = item_new(a->h->id, I_EV, (int)((arg >> 32) & 0xff));
+	it->ev.type = EV_NOTIFIED;
+	it->ev.told = arg & 0xffffffffu;
+	p_agent_push(a, it);
+}
+
+static void
+p_new_session_owed(struct pagent *a)
+{
+	if (!a->new_session_owed || !a->running)
+		return;
+	a->new_session_owed = false;
+	h_close(a->h, true);
+	a->h = h_open(a);
+}
+
+/* zk_part_leader. */
+static const char *
+p_part_leader(const struct election *e)
+{
+	if (e->role == ELECTION_LEADER)
+		return e->id;
+	if (e->claim_seen == 0)
+		return NULL;
+	return e->claim_known ? e->claim_id : "";
+}
+
+static void
+p_trace_step(const struct pagent *a, int part, const struct election_event *ev,
+    const struct election *before, const struct election *e,
+    const struct election_actions *out)
+{
+	char acts[1024];
+	int i, off = 0;
+
+	if (!S->verbose)
+		return;
+	acts[0] = '\0';
+	for (i = 0; i < out->n && off < (int)sizeof(acts); i++)
+		off += snprintf(acts + off, sizeof(acts) - (size_t)off, " %s%s%s",
+		    election_action_name(out->a[i].type),
+		    out->a[i].name[0] ? ":" : "", out->a[i].name);
+	p_trace("%s/p%d: ev %d%s%s rc=%d | %s/%s -> %s/%s epoch %" PRIx64
+	    " lease %" PRIu64 " (now %" PRIu64 ")%s%s |%s", a->id, part, ev->type,
+	    ev->name ? " " : "", ev->name ? ev->name : "", ev->rc,
+	    election_phase_name(before->phase), election_role_name(before->role),
+	    election_phase_name(e->phase), election_role_name(e->role),
+	    e->epoch, e->lease_deadline, ev->now, e->parked ? " parked" : "",
+	    a->assigned[part] ? " assigned" : "", acts);
+}
+
+/* What must hold after each step of partition PART of agent A. */
+static void
+p_check_step(struct pagent *a, int part, const struct election *before)
+{
+	const struct election *e = &a->e[part];
+	uint64_t now = a_now_ms(a);
+	bool was = election_role_at(before, now) == ELECTION_LEADER;
+	bool is = election_role_at(e, now) == ELECTION_LEADER;
+
+	S->steps++;
+	if (is && (!was || e->epoch != before->epoch)) {
+		S->terms++;
+		p_trace("%s: LEADS partition %d, epoch %" PRIx64, a->id, part,
+		    e->epoch);
+		if (e->epoch <= S->max_epoch[part])
+			p_fail("partition %d: %s leads under epoch %" PRIx64
+			    ", not above %" PRIx64, part, a->id, e->epoch,
+			    S->max_epoch[part]);
+		S->max_epoch[part] = e->epoch;
+		if (S->leaver >= 0 && S->owner_before[part] != a->idx &&
+		    S->owner_before[part] != S->leaver)
+			p_fail("partition %d moved to %s during %s's graceful "
+			    "leave, though a%d owned it", part, a->id,
+			    S->agents[S->leaver].id, S->owner_before[part]);
+		if (S->leaver >= 0 && S->owner_before[part] == S->leaver)
+			S->moved++;
+	}
+	p_check_owners(part);
+}
+
+static void
+p_feed_part(struct pagent *a, int part, struct election_event *ev)
+{
+	struct election *e = &a->e[part];
+	struct election_actions out;
+	struct election before;
+	const char *leader;
+	uint64_t inc = a->inc;
+	int i;
+
+	memset(&out, 0, sizeof(out));
+	memcpy(&before, e, sizeof(before));
+	election_step(e, ev, &out);
+	p_trace_step(a, part, ev, &before, e, &out);
+	p_check_step(a, part, &before);
+	for (i = 0; i < out.n && a->running && a->inc == inc; i++)
+		p_perform(a, part, &out.a[i]);
+	if (!a->running || a->inc != inc)
+		return;
+	if ((leader = p_part_leader(e)) != NULL &&
+	    strcmp(leader, a->leader[part]) != 0)
+		a->assign_owed = true;
+	if (a->parts_stopping)
+		p_parts_check_stop(a);
+	if (a->running && a->inc == inc) {
+		p_srenew_schedule(a);
+		p_schedule_tick(a);
+	}
+}
+
+static void
+p_assign(struct pagent *a, int part, bool assigned)
+{
+	struct election_event ev;
+
+	a->assigned[part] = assigned;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_ASSIGN;
+	ev.now = a_now_ms(a);
+	ev.assigned = assigned;
+	p_feed_part(a, part, &ev);
+}
+
+static int
+member_cmp(const void *va, const void *vb)
+{
+	const struct member *x = va, *y = vb;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* zk_members_assign. */
+static void
+p_members_assign(struct pagent *a)
+{
+	struct assign_member am[PM_MAX];
+	const char *names[PP_MAX], *leader;
+	int owner[PP_MAX], cur[PP_MAX], i, j, k = 0, self = -1;
+	uint64_t inc = a->inc;
+
+	a->assign_owed = false;
+	if (a->parts_stopping)
+		return;
+	for (i = 0; i < a->nmembers; i++) {
+		if (!a->members[i].known)
+			continue;
+		if (strcmp(a->members[i].name, a->member_node) == 0)
+			self = k;
+		am[k].id = a->members[i].id;
+		am[k].seq = a->members[i].seq;
+		k++;
+	}
+	for (i = 0; i < S->nparts; i++) {
+		names[i] = S->pname[i];
+		if ((leader = p_part_leader(&a->e[i])) != NULL)
+			snprintf(a->leader[i], sizeof(a->leader[i]), "%s", leader);
+		cur[i] = -1;
+		for (j = 0; j < k; j++)
+			if (strcmp(am[j].id, a->leader[i]) == 0) {
+				cur[i] = j;
+				break;
+			}
+	}
+	if (k > 0 && assign_partitions(am, k, names, S->nparts,
+	    opt_break == BREAK_STICKY ? NULL : cur, owner) == -1)
+		k = 0;
+	if (k != a->count)
+		p_trace("%s: %d members (%d before)", a->id, k, a->count);
+	a->count = k;
+	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++) {
+		bool mine = k > 0 && self >= 0 && owner[i] == self;
+
+		if (mine != a->assigned[i])
+			p_assign(a, i, mine);
+	}
+}
+
+static void
+p_assign_owed(struct pagent *a)
+{
+	if (!a->assign_owed || !a->running)
+		return;
+	if (a->member_reads > 0 || a->member_node[0] == '\0') {
+		a->assign_owed = false;
+		return;
+	}
+	p_members_assign(a);
+}
+
+static void
+p_member_create(struct pagent *a)
+{
+	struct pcreq *r;
+
+	h_submit(a->h, h_req(a, -1, K_NONE, O_CREATE_PARENT, 0, ""));
+	r = h_req(a, -1, K_MCREATE, O_CREATE, 0, "m-");
+	h_op(&r->req.op[0], O_CREATE, "m-", a->id, (int)strlen(a->id));
+	a->member_creating = true;
+	h_submit(a->h, r);
+}
+
+static void
+p_members_list(struct pagent *a)
+{
+	struct pcreq *r;
+
+	a->member_gen++;
+	a->member_reads = 0;
+	r = h_req(a, -1, K_MLIST, O_CHILDREN, 0, "");
+	r->req.watch = r->set_watch = true;
+	r->ctx = C_MEMBERS;
+	r->wkind = WK_CHILD;
+	h_submit(a->h, r);
+}
+
+static struct member *
+p_member_find(struct pagent *a, const char *name)
+{
+	int i;
+
+	for (i = 0; i < a->nmembers; i++)
+		if (strcmp(a->members[i].name, name) == 0)
+			return &a->members[i];
+	return NULL;
+}
+
+/* zk_members_session. */
+static void
+p_members_session(struct pagent *a, const struct election_event *ev)
+{
+	uint64_t inc = a->inc;
+	int i;
+
+	if (ev->session == SESSION_EXPIRED) {
+		a->member_node[0] = '\0';
+		a->member_session = 0;
+		for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
+			if (a->assigned[i])
+				p_assign(a, i, false);
+		a->count = 0;
+		return;
+	}
+	if (ev->session != SESSION_CONNECTED || a->parts_stopping)
+		return;
+	if (ev->session_id != a->member_session) {
+		a->member_session = ev->session_id;
+		a->member_node[0] = '\0';
+		a->member_creating = false;
+		p_member_create(a);
+	}
+	p_members_list(a);
+}
+
+/* zk_members_listed: no node of ours listed and no create out: the
+ * create never reached ZooKeeper; create it again. */
+static void
+p_members_listed(struct pagent *a)
+{
+	if (!opt_no_recreate && a->member_node[0] == '\0' &&
+	    !a->member_creating && !a->parts_stopping &&
+	    a->member_session != 0 && a->e[0].session == SESSION_CONNECTED)
+		p_member_create(a);
+	p_members_assign(a);
+}
+
+/* zk_members_apply. */
+static void
+p_members_apply(struct pagent *a, struct item *it)
+{
+	struct member nm[PM_MAX], *mb;
+	struct pcreq *r;
+	int i, j, n, rc = it->ev.rc;
+	int64_t seq;
+
+	if (it->watch) {
+		if (a->e[0].session == SESSION_CONNECTED)
+			p_members_list(a);
+		return;
+	}
+	switch (it->kind) {
+	case K_MCREATE:
+		a->member_creating = false;
+		if (rc == ZOK && !a->parts_stopping) {
+			snprintf(a->member_node, NAME, "%s", it->name);
+			p_trace("%s: joined as member %s", a->id, a->member_node);
+			p_members_assign(a);
+		}
+		return;
+	case K_MLIST:
+		if (it->ev.gen != a->member_gen || rc != ZOK)
+			return;
+		n = 0;
+		for (i = 0; i < it->ev.count; i++) {
+			const char *name = it->names[i];
+			char *end;
+
+			if (strncmp(name, "m-", 2) != 0)
+				continue;
+			seq = strtoll(name + 2, &end, 10);
+			if (*end != '\0' || seq < 0 || end == name + 2)
+				continue;
+			if (n == PM_MAX) {
+				p_fail("too many members");
+				return;
+			}
+			if ((mb = p_member_find(a, name)) != NULL)
+				nm[n] = *mb;
+			else {
+				memset(&nm[n], 0, sizeof(nm[n]));
+				snprintf(nm[n].name, NAME, "%s", name);
+				nm[n].seq = seq;
+			}
+			n++;
+		}
+		qsort(nm, (size_t)n, sizeof(*nm), member_cmp);
+		memcpy(a->members, nm, (size_t)n * sizeof(*nm));
+		a->nmembers = n;
+		a->member_reads = 0;
+		for (j = 0; j < n; j++) {
+			if (nm[j].known)
+				continue;
+			r = h_req(a, -1, K_MDATA, O_GET, 0, nm[j].name);
+			h_submit(a->h, r);
+			a->member_reads++;
+		}
+		if (a->member_reads == 0)
+			p_members_listed(a);
+		return;
+	case K_MDATA:
+		if (it->ev.gen != a->member_gen)
+			return;
+		if ((mb = p_member_find(a, it->name)) != NULL) {
+			if (rc == ZOK && it->ev.datalen > 0 &&
+			    it->ev.datalen < ELECTION_ID_MAX) {
+				memcpy(mb->id, it->data, (size_t)it->ev.datalen);
+				mb->id[it->ev.datalen] = '\0';
+				mb->known = true;
+				if (a->member_node[0] == '\0' &&
+				    !a->member_creating && it->ev.owner ==
+				    a->e[0].session_id && it->ev.owner != 0)
+					snprintf(a->member_node, NAME, "%s",
+					    mb->name);
+			} else if (rc == ZNONODE) {
+				*mb = a->members[a->nmembers - 1];
+				a->nmembers--;
+				qsort(a->members, (size_t)a->nmembers,
+				    sizeof(*a->members), member_cmp);
+			}
+		}
+		if (--a->member_reads <= 0)
+			p_members_listed(a);
+		return;
+	default:
+		return;
+	}
+}
+
+/* --- The session's renewal (zk_srenew_*) --- */
+
+static bool
+p_srenew_wanted(struct pagent *a)
+{
+	int i;
+
+	if (a->member_node[0] == '\0' || a->e[0].session != SESSION_CONNECTED)
+		return false;
+	for (i = 0; i < S->nparts; i++)
+		if (a->e[i].phase == PHASE_LEADING)
+			return true;
+	return false;
+}
+
+static void
+p_srenew_send(struct pagent *a)
+{
+	uint64_t now = a_now_ms(a);
+	struct pcreq *r;
+	struct agg *g;
+	int i;
+
+	for (i = 0; i < S->nparts; i++)
+		if (a->e[i].phase == PHASE_LEADING)
+			election_session_sent(&a->e[i], now);
+	a->srenew_inflight = true;
+	a->srenew_kicked = false;
+	a->srenew_sent = now;
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		abort();
+	g->refs = 2;
+	g->failed_op = -1;
+	r = h_req(a, -1, K_SRENEW, O_SYNC, 0, "");
+	r->agg = g;
+	r->sub = 0;
+	h_submit(a->h, r);
+	r = h_req(a, -1, K_SRENEW, O_EXISTS, 0, a->member_node);
+	r->agg = g;
+	r->sub = 1;
+	h_submit(a->h, r);
+}
+
+static void
+p_srenew_cb(void *p, uint64_t ver)
+{
+	struct pagent *a = p;
+	uint64_t now;
+
+	if (ver != a->srenew_ver || !a->running)
+		return;
+	if (a->paused) {
+		p_at(S->now + S->T / 20, p_srenew_cb, a, ver);
+		return;
+	}
+	now = a_now_ms(a);
+	if (a->srenew_inflight) {
+		if (!a->srenew_kicked && now >= a->srenew_sent +
+		    a->e[0].shape.kick) {
+			a->srenew_kicked = true;
+			a->last_kick_at = now;
+			p_trace("%s: the session's renewal hangs: kick", a->id);
+			if (a->h->conn != NULL)
+				p_client_drop(a->h, false);
+		}
+	} else if (p_srenew_wanted(a) && now >= a->srenew_next)
+		p_srenew_send(a);
+	p_srenew_schedule(a);
+}
+
+static void
+p_srenew_schedule(struct pagent *a)
+{
+	uint64_t at;
+	stime t;
+
+	a->srenew_ver++;
+	if (a->srenew_inflight && !a->srenew_kicked)
+		at = a->srenew_sent + a->e[0].shape.kick;
+	else if (!a->srenew_inflight && p_srenew_wanted(a))
+		at = a->srenew_next;
+	else
+		return;
+	t = a_true_at(a, at * 1000);
+	p_at((t > S->now ? t : S->now) + 1 + p_below(300), p_srenew_cb, a,
+	    a->srenew_ver);
+}
+
+static void
+p_srenew_answered(struct pagent *a, struct item *it)
+{
+	struct election_event ev;
+	uint64_t now = a_now_ms(a), rtt, after;
+	uint64_t inc = a->inc;
+	int i;
+
+	if (!a->srenew_inflight)
+		return;
+	a->srenew_inflight = false;
+	rtt = now - a->srenew_sent;
+	after = a->e[0].shape.renew > rtt ? a->e[0].shape.renew - rtt : 0;
+	a->srenew_next = now + after;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_SESSION_RENEWED;
+	ev.now = now;
+	ev.rc = it->ev.rc;
+	ev.owner = it->ev.owner;
+	ev.sent = a->srenew_sent;
+	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
+		if (a->e[i].phase == PHASE_LEADING)
+			p_feed_part(a, i, &ev);
+	if (a->running && a->inc == inc)
+		p_srenew_schedule(a);
+}
+
+/* --- Ticks, the loop, the stop --- */
+
+static void p_tick_cb(void *, uint64_t);
+
+static void
+p_schedule_tick(struct pagent *a)
+{
+	uint64_t at = 0, t;
+	int i;
+
+	a->tick_ver++;
+	for (i = 0; i < S->nparts; i++) {
+		t = election_next_tick(&a->e[i]);
+		if (t != 0 && (at == 0 || t < at))
+			at = t;
+	}
+	if (at == 0 || !a->running)
+		return;
+	/* The loop's timer fires a little after its deadline. */
+	t = a_true_at(a, at * 1000);
+	p_at((t > S->now ? t : S->now) + 1 + p_below(300), p_tick_cb, a,
+	    a->tick_ver);
+}
+
+static void
+p_after_batch(struct pagent *a)
+{
+	uint64_t inc = a->inc;
+
+	p_new_session_owed(a);
+	if (a->running && a->inc == inc)
+		p_assign_owed(a);
+}
+
+static void
+p_tick_cb(void *p, uint64_t ver)
+{
+	struct pagent *a = p;
+	struct election_event ev;
+	uint64_t at, inc = a->inc;
+	int i;
+
+	if (ver != a->tick_ver || !a->running)
+		return;
+	if (a->paused) {
+		p_at(S->now + S->T / 20, p_tick_cb, a, ver);
+		return;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_TICK;
+	ev.now = a_now_ms(a);
+	/* A timer due again at once, over and over, is a busy loop. */
+	if (ev.now == a->last_tick_ms) {
+		if (++a->ticks_same_ms > 1000) {
+			p_fail("%s: busy loop of ticks at %" PRIu64 " ms", a->id,
+			    ev.now);
+			return;
+		}
+	} else {
+		a->last_tick_ms = ev.now;
+		a->ticks_same_ms = 0;
+	}
+	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++) {
+		at = election_next_tick(&a->e[i]);
+		if (at != 0 && at <= ev.now)
+			p_feed_part(a, i, &ev);
+	}
+	if (!a->running || a->inc != inc)
+		return;
+	p_after_batch(a);
+	if (a->running && a->inc == inc)
+		p_schedule_tick(a);
+}
+
+static void
+p_run_cb(void *p, uint64_t inc)
+{
+	struct pagent *a = p;
+	struct item *it;
+	int i;
+
+	if (inc != a->inc || !a->running)
+		return;
+	a->run_sched = false;
+	while (a->running && a->inc == inc && !a->paused &&
+	    (it = a->in_head) != NULL) {
+		a->in_head = it->next;
+		if (a->in_head == NULL)
+			a->in_tail = &a->in_head;
+		if (it->hid != a->h->id && it->what == I_EV &&
+		    it->ev.type == EV_SESSION) {
+			/* zk_apply: a closed handle's session events are
+			 * dropped. */
+			item_free(it);
+			continue;
+		}
+		it->ev.now = a_now_ms(a);
+		it->ev.name = it->name;
+		it->ev.data = it->data;
+		it->ev.names = it->names;
+		switch (it->what) {
+		case I_MEMBER:
+			p_members_apply(a, it);
+			break;
+		case I_SRENEW:
+			p_srenew_answered(a, it);
+			break;
+		case I_EV:
+			if (it->ev.type == EV_SESSION) {
+				a->new_session_owed = false;
+				for (i = 0; i < S->nparts && a->running &&
+				    a->inc == inc; i++)
+					p_feed_part(a, i, &it->ev);
+				if (a->running && a->inc == inc)
+					p_members_session(a, &it->ev);
+				if (a->running && a->inc == inc)
+					p_new_session_owed(a);
+			} else
+				p_feed_part(a, it->part, &it->ev);
+			break;
+		}
+		item_free(it);
+	}
+	if (a->running && a->inc == inc)
+		p_after_batch(a);
+}
+
+static void
+p_clear_inbox(struct pagent *a)
+{
+	struct item *it;
+
+	while ((it = a->in_head) != NULL) {
+		a->in_head = it->next;
+		item_free(it);
+	}
+	a->in_tail = &a->in_head;
+}
+
+static void p_start(struct pagent *a);
+
+static void
+p_restart_cb(void *p, uint64_t inc)
+{
+	struct pagent *a = p;
+
+	if (a->running || inc != a->inc)
+		return;
+	p_start(a);
+}
+
+static void
+p_exit_cb(void *p, uint64_t inc)
+{
+	struct pagent *a = p;
+
+	if (inc != a->inc || !a->running)
+		return;
+	p_trace("%s: exits", a->id);
+	h_close(a->h, true);
+	a->running = false;
+	a->stopping = false;
+	p_clear_inbox(a);
+	if (a->restart_after != 0) {
+		if (S->now + a->restart_after > S->last_heal)
+			S->last_heal = S->now + a->restart_after;
+		p_at(S->now + a->restart_after, p_restart_cb, a, a->inc);
+	}
+}
+
+/* zk_exit: the session closes after the linger. */
+static void
+p_exit(struct pagent *a, uint64_t linger_ms)
+{
+	p_at(S->now + linger_ms * 1000, p_exit_cb, a, a->inc);
+}
+
+static void
+p_parts_stop_all(struct pagent *a)
+{
+	struct election_event ev;
+	uint64_t inc = a->inc;
+	int i;
+
+	if (a->parts_stopped)
+		return;
+	a->parts_stopped = true;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_STOP;
+	ev.now = a_now_ms(a);
+	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
+		p_feed_part(a, i, &ev);
+	if (a->running && a->inc == inc)
+		p_parts_check_stop(a);
+}
+
+static void
+p_stop_wait_cb(void *p, uint64_t inc)
+{
+	struct pagent *a = p;
+
+	if (inc != a->inc || !a->running)
+		return;
+	p_trace("%s: no successor queued in time for every partition", a->id);
+	p_parts_stop_all(a);
+}
+
+static void
+p_parts_check_stop(struct pagent *a)
+{
+	bool linger = false;
+	int i;
+
+	if (!a->parts_stopping || a->stopping)
+		return;
+	if (!a->parts_stopped) {
+		for (i = 0; i < S->nparts; i++)
+			if (a->e[i].role == ELECTION_LEADER ||
+			    a->e[i].phase == PHASE_RELEASING ||
+			    a->e[i].phase == PHASE_DELETING)
+				return;
+		p_parts_stop_all(a);
+		return;
+	}
+	for (i = 0; i < S->nparts; i++) {
+		if (a->e[i].phase != PHASE_STOPPED)
+			return;
+		if (a->e[i].release_succ)
+			linger = true;
+	}
+	a->stopping = true;
+	p_exit(a, linger ? ELECTION_RELEASE_LINGER_MS : 0);
+}
+
+/* zk_parts_stop: a graceful stop (SIGTERM). */
+static void
+p_parts_stop(struct pagent *a, stime restart_after)
+{
+	uint64_t inc = a->inc;
+	int i;
+
+	if (!a->running || a->paused || a->parts_stopping)
+		return;
+	p_trace("%s: STOP (graceful)", a->id);
+	a->restart_after = restart_after;
+	a->parts_stopping = true;
+	if (a->member_node[0] != '\0')
+		h_submit(a->h, h_req(a, -1, K_MDELETE, O_DELETE, 0,
+		    a->member_node));
+	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
+		if (a->assigned[i])
+			p_assign(a, i, false);
+	if (!a->running || a->inc != inc)
+		return;
+	p_at(a_true_at(a, (a_now_ms(a) + STOP_WAIT_MS) * 1000), p_stop_wait_cb,
+	    a, a->inc);
+	p_parts_check_stop(a);
+}
+
+static void
+p_start(struct pagent *a)
+{
+	int i;
+
+	p_clear_inbox(a);
+	for (i = 0; i < S->nparts; i++)
+		if (a->started)
+			election_free(&a->e[i]);
+	memset(&a->assigned, 0, sizeof(a->assigned));
+	memset(&a->leader, 0, sizeof(a->leader));
+	a->started = a->running = true;
+	a->paused = a->stopping = a->parts_stopping = a->parts_stopped = false;
+	a->inc++;
+	a->run_sched = false;
+	a->new_session_owed = false;
+	a->last_kick_at = 0;
+	a->member_session = 0;
+	a->member_node[0] = '\0';
+	a->member_creating = false;
+	a->nmembers = 0;
+	a->member_reads = 0;
+	a->assign_owed = false;
+	a->srenew_inflight = a->srenew_kicked = false;
+	a->srenew_next = 0;
+	a->count = 0;
+	for (i = 0; i < S->nparts; i++) {
+		election_init(&a->e[i], a->id, NULL, true);
+		a->e[i].tick_ms = S->tick_known ? S->tick_ms : 0;
+		a->e[i].uuid_gen = a_uuid;
+		a->e[i].uuid_arg = a;
+		a->e[i].parked = true;
+		a->e[i].session_renewal = true;
+	}
+	p_trace("%s: starts (incarnation %" PRIu64 ")", a->id, a->inc);
+	a->h = h_open(a);
+}
+
+static void
+p_start_cb(void *p, uint64_t unused)
+{
+	(void)unused;
+	p_start(p);
+}
+
+/* --- Faults --- */
+
+static void
+p_heal_at(stime t)
+{
+	if (t > S->last_heal)
+		S->last_heal = t;
+}
+
+static void
+p_resume_cb(void *p, uint64_t inc)
+{
+	struct pagent *a = p;
+
+	if (inc != a->inc || !a->running || !a->paused)
+		return;
+	a->paused = false;
+	p_trace("%s: resumed", a->id);
+	h_drain(a->h);
+	if (!a->running || a->inc != inc)
+		return;
+	if (a->in_head != NULL && !a->run_sched) {
+		a->run_sched = true;
+		p_at(S->now, p_run_cb, a, a->inc);
+	}
+	p_schedule_tick(a);
+}
+
+static void
+p_crash(struct pagent *a, stime restart_after)
+{
+	p_trace("%s: CRASHES (restart in %" PRIu64 " ms)", a->id,
+	    restart_after / 1000);
+	if (a->h->conn != NULL) {
+		a->h->conn->client_open = false;
+		p_send(msg_new(M_FIN, a->h->conn), true);
+		a->h->conn = NULL;
+	}
+	a->h->state = HS_CLOSED;
+	a->h->ver++;
+	a->running = false;
+	a->paused = false;
+	p_clear_inbox(a);
+	p_heal_at(S->now + restart_after);
+	p_at(S->now + restart_after, p_restart_cb, a, a->inc);
+}
+
+static void
+p_fault_cb(void *p, uint64_t unused)
+{
+	struct pagent *a;
+	stime d;
+	int k, i;
+
+	(void)unused;
+	(void)p;
+	if (S->leaver >= 0)
+		return;
+	i = (int)p_below((uint64_t)S->nagents);
+	a = &S->agents[i];
+	if (!a->running || a->paused || a->parts_stopping)
+		return;
+	/* A leader of some partition, more often than not. */
+	for (k = 0; k < 4 && p_chance(60); k++) {
+		int j = (int)p_below((uint64_t)S->nagents), q;
+
+		for (q = 0; q < S->nparts; q++)
+			if (S->agents[j].running &&
+			    S->agents[j].e[q].role == ELECTION_LEADER) {
+				a = &S->agents[j];
+				break;
+			}
+		if (q < S->nparts)
+			break;
+	}
+	S->faults++;
+	switch (p_below(6)) {
+	case 0:
+		d = p_range(S->T / 10, 3 * S->T);
+		p_trace("%s: PAUSED for %" PRIu64 " ms", a->id, d / 1000);
+		a->paused = true;
+		p_at(S->now + d, p_resume_cb, a, a->inc);
+		p_heal_at(S->now + d);
+		break;
+	case 1:
+		d = p_range(S->T / 6, 3 * S->T);
+		p_trace("%s: CUT OFF for %" PRIu64 " ms", a->id, d / 1000);
+		if (S->now + d > S->blocked_until[a->idx])
+			S->blocked_until[a->idx] = S->now + d;
+		p_heal_at(S->now + d);
+		break;
+	case 2:
+		S->lose_reply[a->idx] = true;
+		p_heal_at(S->now + S->T);
+		break;
+	case 3:
+		p_trace("%s: connection RESET", a->id);
+		if (a->h->conn != NULL)
+			p_client_drop(a->h, false);
+		p_heal_at(S->now + S->T);
+		break;
+	case 4:
+		p_crash(a, p_range(S->T / 2, 5 * S->T));
+		break;
+	case 5:
+		p_parts_stop(a, p_range(S->T / 2, 5 * S->T));
+		p_heal_at(S->now + (stime)(STOP_WAIT_MS + 2 * S->T_ms) * 1000);
+		break;
+	}
+}
+
+/* --- The checks that span agents --- */
+
+static int
+p_owner_of(int part, int *count)
+{
+	int i, owner = -1;
+
+	*count = 0;
+	for (i = 0; i < S->nagents; i++) {
+		struct pagent *a = &S->agents[i];
+
+		if (!a->running)
+			continue;
+		if (opt_break == BREAK_LEASE ?
+		    a->e[part].role == ELECTION_LEADER :
+		    election_role_at(&a->e[part], a_now_ms(a)) ==
+		    ELECTION_LEADER) {
+			(*count)++;
+			owner = i;
+		}
+	}
+	return owner;
+}
+
+/* One owner per partition at any instant. */
+static void
+p_check_owners(int part)
+{
+	int count, i;
+
+	(void)p_owner_of(part, &count);
+	if (count <= 1)
+		return;
+	for (i = 0; i < S->nagents; i++)
+		if (S->agents[i].running && election_role_at(&S->agents[i].e[part],
+		    a_now_ms(&S->agents[i])) == ELECTION_LEADER)
+			p_trace("  a%d leads partition %d, epoch %" PRIx64
+			    ", lease until %" PRIu64 " (now %" PRIu64 ")", i, part,
+			    S->agents[i].e[part].epoch,
+			    S->agents[i].e[part].lease_deadline,
+			    a_now_ms(&S->agents[i]));
+	p_fail("partition %d: %d agents answer is_leader true at once", part,
+	    count);
+}
+
+/* Every partition has one owner among the live agents, and each owns
+ * floor(N/K) or ceil(N/K). Says why not in WHY. */
+static bool
+p_balanced(char *why, size_t len)
+{
+	int own[PA_MAX] = { 0 }, live = 0, i, p, o, count;
+
+	for (i = 0; i < S->nagents; i++)
+		if (S->agents[i].running && !S->agents[i].parts_stopping)
+			live++;
+	if (live == 0) {
+		snprintf(why, len, "no live agent");
+		return false;
+	}
+	for (p = 0; p < S->nparts; p++) {
+		o = p_owner_of(p, &count);
+		if (count != 1) {
+			snprintf(why, len, "partition %d has %d owners", p, count);
+			return false;
+		}
+		own[o]++;
+	}
+	for (i = 0; i < S->nagents; i++) {
+		const struct pagent *a = &S->agents[i];
+		bool alive = a->running && !a->parts_stopping;
+
+		if (!alive && own[i] > 0) {
+			snprintf(why, len, "%s (leaving) owns %d", a->id, own[i]);
+			return false;
+		}
+		if (alive && (own[i] < S->nparts / live ||
+		    own[i] > (S->nparts + live - 1) / live)) {
+			snprintf(why, len, "%s owns %d of %d with %d live agents",
+			    a->id, own[i], S->nparts, live);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void p_leave_cb(void *, uint64_t);
+
+/* The state of every agent's partitions, for the trace of a failure. */
+static void
+p_dump(void)
+{
+	int i, p;
+
+	for (i = 0; i < S->nagents && S->verbose; i++) {
+		const struct pagent *a = &S->agents[i];
+
+		p_trace("%s: %s%s, member %s, %d members, %d listed, reads %d",
+		    a->id, a->running ? "running" : "down",
+		    a->parts_stopping ? " stopping" : "", a->member_node,
+		    a->count, a->nmembers, a->member_reads);
+		for (p = 0; p < S->nparts && a->running; p++)
+			p_trace("  p%d: %s/%s%s%s node %s pred %s succ %s claim "
+			    "%s leader %s retry %" PRIu64 " now %" PRIu64, p,
+			    election_phase_name(a->e[p].phase),
+			    election_role_name(a->e[p].role),
+			    a->e[p].parked ? " parked" : "",
+			    a->assigned[p] ? " assigned" : "", a->e[p].node,
+			    a->e[p].predecessor, a->e[p].succ,
+			    a->e[p].claim_known ? a->e[p].claim_id : "-",
+			    a->leader[p], a->e[p].retry_at, a_now_ms(a));
+	}
+}
+
+/* After the last fault: balanced within the bound, and it stays. */
+static void
+p_settle_cb(void *p, uint64_t round)
+{
+	char why[256];
+
+	(void)p;
+	if (round == 0 && (S->now < S->faults_end ||
+	    S->now < S->last_heal + S->bound)) {
+		p_at(S->faults_end > S->last_heal + S->bound ? S->faults_end :
+		    S->last_heal + S->bound, p_settle_cb, NULL, 0);
+		return;
+	}
+	if (!p_balanced(why, sizeof(why))) {
+		p_dump();
+		p_fail("not balanced %.2f T after the last fault healed: %s",
+		    (double)(S->now - S->last_heal) / (double)S->T, why);
+		return;
+	}
+	if (round == 0) {
+		p_at(S->now + 2 * S->T, p_settle_cb, NULL, 1);
+		return;
+	}
+	if (S->settled_at - S->last_heal > S->max_settle)
+		S->max_settle = S->settled_at - S->last_heal;
+	p_leave_cb(NULL, 0);
+}
+
+/* Notes the first balanced instant after the last heal. */
+static void
+p_check_settled(void)
+{
+	char why[8];
+
+	if (S->now < S->last_heal) {
+		S->settled = false;
+		return;
+	}
+	if (p_balanced(why, sizeof(why))) {
+		if (!S->settled) {
+			S->settled = true;
+			S->settled_at = S->now;
+		}
+	} else
+		S->settled = false;
+}
+
+/* A graceful leave in a settled state: only the leaver's partitions
+ * move, each once, to the others, balanced again. */
+static void
+p_leave_cb(void *p, uint64_t phase)
+{
+	char why[256];
+	int i, live = 0, pick, count, n;
+
+	(void)p;
+	if (phase == 0) {
+		for (i = 0; i < S->nagents; i++)
+			if (S->agents[i].running)
+				live++;
+		if (live < 2) {
+			S->stop = true;
+			return;
+		}
+		pick = (int)p_below((uint64_t)live);
+		for (i = 0; i < S->nagents; i++)
+			if (S->agents[i].running && pick-- == 0)
+				break;
+		S->leaver = i;
+		S->leave_at = S->now;
+		for (n = 0; n < S->nparts; n++)
+			S->owner_before[n] = p_owner_of(n, &count);
+		p_parts_stop(&S->agents[i], 0);
+		p_at(S->now + S->bound, p_leave_cb, NULL, 1);
+		return;
+	}
+	if (!p_balanced(why, sizeof(why))) {
+		p_dump();
+		p_fail("not balanced %.2f T after %s left: %s",
+		    (double)(S->now - S->leave_at) / (double)S->T,
+		    S->agents[S->leaver].id, why);
+		return;
+	}
+	if (S->agents[S->leaver].running) {
+		p_fail("%s has not exited %.2f T after its stop",
+		    S->agents[S->leaver].id,
+		    (double)(S->now - S->leave_at) / (double)S->T);
+		return;
+	}
+	for (n = 0; n < S->nparts; n++) {
+		i = p_owner_of(n, &count);
+		if (S->owner_before[n] != S->leaver && i != S->owner_before[n]) {
+			p_fail("partition %d: a%d owned it before %s left, a%d "
+			    "after", n, S->owner_before[n],
+			    S->agents[S->leaver].id, i);
+			return;
+		}
+	}
+	if (S->settled_at > S->leave_at &&
+	    S->settled_at - S->leave_at > S->max_leave)
+		S->max_leave = S->settled_at - S->leave_at;
+	S->stop = true;
+}
+
+/* --- A seed --- */
+
+static bool
+p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
+    struct psim *out)
+{
+	struct qent e;
+	struct pconn *c;
+	struct phandle *h;
+	bool failed;
+	int i, j, nf;
+
+	S = calloc(1, sizeof(*S));
+	if (S == NULL)
+		abort();
+	S->seed = seed;
+	S->rng = seed * 0x2545f4914f6cdd1dULL + 0x7654321;
+	S->verbose = verbose;
+	S->nagents = nagents;
+	S->nparts = nparts;
+	S->leaver = -1;
+	S->zxid = (int64_t)1 << 32;
+	S->next_session = 0x100000000LL;
+	S->T_ms = (int)p_range(400, 6000);
+	S->tick_ms = S->T_ms / (int)p_range(3, 20);
+	S->T = (stime)S->T_ms * 1000;
+	S->tick = (stime)S->tick_ms * 1000;
+	S->tick_known = p_chance(50);
+	/* A rebalance: the members' lists, a crashed leader's session,
+	 * handovers (a queued contender read, the app told), retries. */
+	S->bound = 6 * S->T + 2 * S->tick + 10000000;
+	for (i = 0; i < nparts; i++)
+		snprintf(S->pname[i], sizeof(S->pname[i]), "%d", i);
+	S->tree[0].exists = true;	/* members: zk_member_create's parents */
+	S->tree[0].datalen = -1;
+	p_trace("seed %" PRIu64 ": %d agents, %d partitions, T %d ms, tick %d "
+	    "ms (%s)", seed, nagents, nparts, S->T_ms, S->tick_ms,
+	    S->tick_known ? "given" : "not given");
+	for (i = 0; i < nagents; i++) {
+		struct pagent *a = &S->agents[i];
+		stime start;
+
+		a->idx = i;
+		snprintf(a->id, sizeof(a->id), "a%d", i);
+		a->in_tail = &a->in_head;
+		a->offset_us = (int64_t)p_below(1000000000ULL);
+		a->ppm = (int)p_range(0, 20000) - 10000;
+		a->hook_us = p_chance(50) ? 0 : p_range(100, S->T / 4);
+		/* Most start together; the others join later. */
+		start = i < 2 || p_chance(50) ? p_below(S->T) :
+		    p_range(S->T, 30 * S->T);
+		p_heal_at(start);
+		p_at(start, p_start_cb, a, 0);
+	}
+	p_at(S->tick, p_expiry_cb, NULL, 0);
+	nf = (int)p_range(3, 15);
+	for (j = 0; j < nf; j++) {
+		stime t = p_range(2 * S->T, 40 * S->T);
+
+		if (t > S->faults_end)
+			S->faults_end = t;
+		p_at(t, p_fault_cb, NULL, 0);
+	}
+	p_at(2 * S->T, p_settle_cb, NULL, 0);
+
+	while (!S->failed && !S->stop && p_pop(&e)) {
+		if (e.t > S->now)
+			p_check_settled();
+		S->now = e.t;
+		e.fn(e.p, e.a);
+		if (S->now > 600 * S->T + 600000000)
+			p_fail("runs on at %.1f s", (double)S->now / 1e6);
+	}
+	failed = S->failed;
+	if (failed && !verbose)
+		printf("seed %" PRIu64 ": FAIL at %.6f s: %s\n", seed,
+		    (double)S->fail_at / 1e6, S->failure);
+	*out = *S;
+
+	while (p_pop(&e))
+		if (e.owns_msg)
+			msg_free(e.p);
+	free(S->heap);
+	for (i = 0; i < nagents; i++) {
+		p_clear_inbox(&S->agents[i]);
+		if (S->agents[i].started)
+			for (j = 0; j < nparts; j++)
+				election_free(&S->agents[i].e[j]);
+	}
+	while ((h = S->handles) != NULL) {
+		S->handles = h->next;
+		h_free(h);
+	}
+	while ((c = S->conns) != NULL) {
+		S->conns = c->next;
+		free(c);
+	}
+	free(S->sess);
+	free(S->sw);
+	free(S);
+	S = NULL;
+	return failed;
+}
+
+/* --- The command line --- */
+
+struct ptotals {
+	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
+			 moved;
+	double		 max_settle_t, max_leave_t, sim_s;
+	uint64_t	 settle_seed, leave_seed;
+};
+
+static void
+run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
+    int na, int np, struct ptotals *t)
+{
+	struct psim st;
+	uint64_t i, seed;
+	double x;
+
+	memset(t, 0, sizeof(*t));
+	for (i = 0, seed = first; i < count; i++, seed += stride) {
+		if (p_run_seed(seed, verbose, na, np, &st) &&
+		    t->failures++ == 0)
+			t->first_failure = seed;
+		t->seeds++;
+		t->steps += st.steps;
+		t->terms += st.terms;
+		t->faults += st.faults;
+		t->moved += st.moved;
+		t->sim_s += (double)st.now / 1e6;
+		x = (double)st.max_settle / (double)st.T;
+		if (x > t->max_settle_t) {
+			t->max_settle_t = x;
+			t->settle_seed = seed;
+		}
+		x = (double)st.max_leave / (double)st.T;
+		if (x > t->max_leave_t) {
+			t->max_leave_t = x;
+			t->leave_seed = seed;
+		}
+		fflush(stdout);
+	}
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: zkelect-sim-parts [--seed N] [--seeds COUNT] "
+	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
+	    "                         [--break lease|sticky] [--expect-failure]\n"
+	    "                         [--no-recreate]\n"
+	    "  --agents A       2 to %d (default 4)\n"
+	    "  --partitions P   1 to %d (default 8)\n"
+	    "  --break lease    the answer ignores the lease (role alone)\n"
+	    "  --break sticky   the assignment ignores the current owners\n"
+	    "  --expect-failure exit 0 only if some seed fails\n"
+	    "  --no-recreate    the member node made once per session (the\n"
+	    "                   old zk.c): a lost create never joins\n",
+	    PA_MAX, PP_MAX);
+	exit(2);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "seed",	required_argument, NULL, 's' },
+		{ "seeds",	required_argument, NULL, 'n' },
+		{ "jobs",	required_argument, NULL, 'j' },
+		{ "agents",	required_argument, NULL, 'a' },
+		{ "partitions",	required_argument, NULL, 'p' },
+		{ "verbose",	no_argument,	   NULL, 'v' },
+		{ "break",	required_argument, NULL, 'b' },
+		{ "expect-failure", no_argument,   NULL, 'x' },
+		{ "no-recreate", no_argument,	   NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t first = 1, count = 1;
+	int ch, jobs = 1, verbose = 0, na = 4, np = 8, j;
+	bool expect_failure = false;
+	struct ptotals tot, part;
+	int pipes[64][2];
+	pid_t pids[64];
+	struct timespec t0, t1;
+	double el;
+
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xr", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 's': first = strtoull(optarg, NULL, 10); break;
+		case 'n': count = strtoull(optarg, NULL, 10); break;
+		case 'j': jobs = atoi(optarg); break;
+		case 'a': na = atoi(optarg); break;
+		case 'p': np = atoi(optarg); break;
+		case 'v': verbose = 1; break;
+		case 'b':
+			if (strcmp(optarg, "lease") == 0)
+				opt_break = BREAK_LEASE;
+			else if (strcmp(optarg, "sticky") == 0)
+				opt_break = BREAK_STICKY;
+			else
+				usage();
+			break;
+		case 'x': expect_failure = true; break;
+		case 'r': opt_no_recreate = true; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || jobs < 1 || jobs > 64 || na < 2 ||
+	    na > PA_MAX || np < 1 || np > PP_MAX || count == 0)
+		usage();
+	if (verbose)
+		jobs = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (jobs == 1)
+		run_range(first, count, 1, verbose, na, np, &tot);
+	else {
+		memset(&tot, 0, sizeof(tot));
+		for (j = 0; j < jobs; j++) {
+			if (pipe(pipes[j]) == -1 || (pids[j] = fork()) == -1) {
+				perror("zkelect-sim-parts");
+				return 2;
+			}
+			if (pids[j] == 0) {
+				uint64_t n = (count + (uint64_t)(jobs - j - 1)) /
+				    (uint64_t)jobs;
+
+				close(pipes[j][0]);
+				memset(&part, 0, sizeof(part));
+				if (n > 0)
+					run_range(first + (uint64_t)j, n,
+					    (uint64_t)jobs, 0, na, np, &part);
+				if (write(pipes[j][1], &part, sizeof(part)) !=
+				    (ssize_t)sizeof(part))
+					_exit(2);
+				_exit(0);
+			}
+			close(pipes[j][1]);
+		}
+		for (j = 0; j < jobs; j++) {
+			if (read(pipes[j][0], &part, sizeof(part)) !=
+			    (ssize_t)sizeof(part)) {
+				fprintf(stderr, "zkelect-sim-parts: job %d died\n",
+				    j);
+				return 2;
+			}
+			close(pipes[j][0]);
+			waitpid(pids[j], NULL, 0);
+			if (part.failures > 0 && (tot.failures == 0 ||
+			    part.first_failure < tot.first_failure))
+				tot.first_failure = part.first_failure;
+			tot.seeds += part.seeds;
+			tot.failures += part.failures;
+			tot.steps += part.steps;
+			tot.terms += part.terms;
+			tot.faults += part.faults;
+			tot.moved += part.moved;
+			tot.sim_s += part.sim_s;
+			if (part.max_settle_t > tot.max_settle_t) {
+				tot.max_settle_t = part.max_settle_t;
+				tot.settle_seed = part.settle_seed;
+			}
+			if (part.max_leave_t > tot.max_leave_t) {
+				tot.max_leave_t = part.max_leave_t;
+				tot.leave_seed = part.leave_seed;
+			}
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	el = (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("%" PRIu64 " seeds from %" PRIu64 " (%d agents, %d partitions) "
+	    "in %.2f s with %d job%s: %" PRIu64 " failed", tot.seeds, first, na,
+	    np, el, jobs, jobs == 1 ? "" : "s", tot.failures);
+	if (tot.failures > 0)
+		printf(", first failing seed %" PRIu64, tot.first_failure);
+	printf("\n%.1f simulated hours; %" PRIu64 " terms, %" PRIu64 " steps, %"
+	    PRIu64 " faults\n", tot.sim_s / 3600, tot.terms, tot.steps,
+	    tot.faults);
+	printf("slowest settle after the last fault: %.2f T (seed %" PRIu64
+	    "); slowest after a graceful leave: %.2f T (seed %" PRIu64 "); "
+	    "%" PRIu64 " partitions moved by leaves\n", tot.max_settle_t,
+	    tot.settle_seed, tot.max_leave_t, tot.leave_seed, tot.moved);
+	if (expect_failure) {
+		printf("%s\n", tot.failures > 0 ? "failed, as expected" :
+		    "no seed failed; a failure was expected");
+		return tot.failures > 0 ? 0 : 1;
+	}
+	return tot.failures > 0 ? 1 : 0;
+}
