@@ -753,7 +753,7 @@ election_rejoin(struct election *e, struct election_actions *out)
 		 * contender behind it. Let it go, as a parked follower does.
 		 */
 		if (e->node[0] != '\0' || e->uuid[0] != '\0') {
-			election_release(e, "not assigned", out);
+			election_release(e, REASON_NOT_ASSIGNED, out);
 			return;
 		}
 		e->phase = PHASE_HOLDING;	/* until assigned */
