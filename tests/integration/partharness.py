@@ -141,11 +141,20 @@ def max_moves(n, k_before):
 
 
 class Answer:
-    __slots__ = ("agent", "t0", "t1", "is_leader", "epoch", "lease_ms")
+    __slots__ = ("agent", "t0", "t1", "is_leader", "epoch", "lease_ms", "w0", "w1")
 
-    def __init__(self, agent, t0, t1, is_leader, epoch, lease_ms):
+    def __init__(self, agent, t0, t1, is_leader, epoch, lease_ms, w0=None, w1=None):
         self.agent, self.t0, self.t1 = agent, t0, t1
         self.is_leader, self.epoch, self.lease_ms = is_leader, epoch, lease_ms
+        self.w0, self.w1 = w0, w1       # the same window on the wall clock
+
+    def sample(self):
+        """As a zkharness.Sample (what check_single_leader and
+        zkrecords.check_answers judge)."""
+        s = Sample(self.agent, self.t0, self.t1, True, self.is_leader, self.epoch,
+                   "leader" if self.is_leader else None)
+        s.w_start, s.w_end = self.w0, self.w1
+        return s
 
     def __repr__(self):
         return "<%s [%.3f,%.3f] leader=%s epoch=%s lease=%s>" % (
@@ -185,8 +194,10 @@ class PartitionChecker:
     def _run(self, agent):
         while not self._stop.is_set():
             t0 = time.monotonic()
+            w0 = time.time()        # both before the request is sent
             try:
                 r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=self.timeout)
+                w1 = time.time()
                 t1 = time.monotonic()
                 d = r.json() if r.status == 200 else None
             except Exception:  # noqa: BLE001 - no answer: leads nothing
@@ -197,7 +208,7 @@ class PartitionChecker:
                     for p in d.get("partitions", []):
                         self.answers.setdefault(p["name"], []).append(Answer(
                             agent.id, t0, t1, p.get("is_leader") is True,
-                            p.get("epoch"), p.get("lease_remaining_ms") or 0))
+                            p.get("epoch"), p.get("lease_remaining_ms") or 0, w0, w1))
             self._stop.wait(self.interval)
 
     def freeze(self, agent):
