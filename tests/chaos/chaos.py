@@ -3,7 +3,7 @@
 """A long randomized chaos run against zkelect (see tests/chaos/README.md).
 
     /usr/bin/python3 tests/chaos/chaos.py --minutes 10 --seed N --agents 4 [--ensemble]
-        [--worst-case P]
+        [--worst-case P] [--partitions N]
 
 It starts ZooKeeper (standalone, or a 3-server ensemble with --ensemble),
 N agents, each behind its own zkproxy instances (one per ZooKeeper server),
@@ -32,6 +32,10 @@ every agent with SIGTERM and checks the invariants over the whole run:
     ZKELECT_AUDIT=off turns it off, loudly). The smallest gap between
     consecutive terms of different agents is printed. It rests on the
     agents' own lines: a second opinion, which the stale check does not use.
+
+With --partitions N the agents run N partitions: the traffic polls
+/v1/partitions, and every check above is made per partition (see
+tests/chaos/README.md, "Partitions").
 
 With --worst-case P (and --ensemble), after each round with probability P,
 the lease's worst case is staged: the leading agent's ZooKeeper follower is
