@@ -1490,6 +1490,16 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			/* Rule 1: the same term goes on, same epoch. */
 			e->rides_kept++;
 			e->riding_since = 0;
+			/*
+			 * Partitions: the queue watch may have fired and its
+			 * listing (which sets the next one) been lost with the
+			 * connection. List and watch again, or a successor that
+			 * queued meanwhile stays unknown and a parked leader
+			 * never hands over. (A single election only loses the
+			 * successor's name on release; it is left as it was.)
+			 */
+			if (e->session_renewal)
+				election_push(e, out, ACT_WATCH_CHILDREN, NULL);
 			if (e->succ[0] != '\0' && e->succ_datalen < 0)
 				election_push(e, out, ACT_READ_SUCCESSOR, e->succ);
 		}

@@ -264,3 +264,49 @@ def test_zk_leader_lost_keeps_every_partition(ens, setup, how):
     print("\nZooKeeper leader %s, T = 10 s: new quorum after %.2f s; per agent (disconnects "
           "ridden per partition, reconnects): %s; %s" % (
               how, t_quorum, {a: r[:2] for a, r in rides.items()}, fig))
+
+
+def test_parked_leader_whose_queue_listing_was_lost_hands_over(zk_hostport, request):
+    """The start-up stall (doc/design.md, "Partitions"): a leader's queue
+    watch fires, the listing it sends to set the next one is lost with the
+    connection, and the leader rides the disconnect through (same session,
+    same term). Its queue must be listed again on the way back, or a
+    parked leader never learns of its successor and never hands over.
+
+    a (behind a proxy) owns both of 2 partitions; the proxy holds a's
+    requests from now on; b joins and queues for the partition a must give
+    up; once a has sent the listing (its log says so), its connection is
+    reset and opened again. b must own that partition within a few
+    seconds."""
+    proxy = ZKProxy(zk_hostport)
+    aset = AgentSet(zk_hostport, "/zkelect/pfault-%s" % os.urandom(6).hex())
+    request.node._zkelect_agent_sets = [aset]
+    names = ["0", "1"]
+    try:
+        a = new_part_agent(aset, "a", count=2, zk_hostport=proxy.hostport,
+                           session_timeout="4s")
+        wait_settled([a], names, what="a alone")
+        e0 = epochs([a])
+        since = len(a.log_text(limit=10 ** 8))
+        proxy.gate(0)       # hold every request a sends from now on
+        b = new_part_agent(aset, "b", count=2, session_timeout="4s")
+
+        def listing_sent():
+            text = a.log_text(limit=10 ** 8)[since:]
+            got = [p for p in names if "election: %s:watch_children" % p in text]
+            return got or None
+        moving = poll(listing_sent, 20 * SLOW, what="a to list a queue that b joined")
+        proxy.reset()       # the held listing goes with the connection
+        proxy.open_gate()
+        proxy.passthrough()
+        o = wait_settled([a, b], names, timeout=20 * SLOW,
+                         what="b to get its partition from a")
+        text = a.log_text(limit=10 ** 8)[since:]
+        assert "reconnected after" in text and "cost the term" not in text, \
+            "a did not ride the reset through: the test proved nothing"
+        kept = [p for p in names if o[p] == "a"]
+        assert epochs([a])[kept[0]] == e0[kept[0]]
+        assert [p for p in names if o[p] == "b"] == moving
+    finally:
+        proxy.close()
+        aset.cleanup()
