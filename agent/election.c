@@ -704,6 +704,16 @@ election_rejoin(struct election *e, struct election_actions *out)
 		return;
 	}
 	if (e->parked) {
+		if (e->node[0] != '\0' || e->uuid[0] != '\0') {
+			/*
+			 * A node of ours outlived the connection (or a create
+			 * may have been applied unheard of): not assigned, it
+			 * goes now, or the next contender waits behind it
+			 * for as long as our session lives.
+			 */
+			election_release(e, "not assigned", out);
+			return;
+		}
 		e->phase = PHASE_HOLDING;	/* until assigned */
 		return;
 	}
