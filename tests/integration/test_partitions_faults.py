@@ -276,15 +276,17 @@ def test_parked_leader_whose_queue_listing_was_lost_hands_over(zk_hostport, requ
     a (behind a proxy) owns both of 2 partitions; the proxy holds a's
     requests from now on; b joins and queues for the partition a must give
     up; once a has sent the listing (its log says so), its connection is
-    reset and opened again. b must own that partition within a few
-    seconds."""
+    reset and opened again. b must own that partition within seconds
+    (before the fix, never while a lived)."""
     proxy = ZKProxy(zk_hostport)
     aset = AgentSet(zk_hostport, "/zkelect/pfault-%s" % os.urandom(6).hex())
     request.node._zkelect_agent_sets = [aset]
     names = ["0", "1"]
     try:
+        # T = 10 s: a drops a connection whose renewal hangs for T/6, and
+        # b must queue (and a see it) before that, even under ASan and load.
         a = new_part_agent(aset, "a", count=2, zk_hostport=proxy.hostport,
-                           session_timeout="4s")
+                           session_timeout="10s")
         wait_settled([a], names, what="a alone")
         e0 = epochs([a])
         since = len(a.log_text(limit=10 ** 8))
