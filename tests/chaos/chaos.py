@@ -3,7 +3,7 @@
 """A long randomized chaos run against zkelect (see tests/chaos/README.md).
 
     /usr/bin/python3 tests/chaos/chaos.py --minutes 10 --seed N --agents 4 [--ensemble]
-        [--worst-case P]
+        [--worst-case P] [--partitions N]
 
 It starts ZooKeeper (standalone, or a 3-server ensemble with --ensemble),
 N agents, each behind its own zkproxy instances (one per ZooKeeper server),
@@ -32,6 +32,10 @@ every agent with SIGTERM and checks the invariants over the whole run:
     ZKELECT_AUDIT=off turns it off, loudly). The smallest gap between
     consecutive terms of different agents is printed. It rests on the
     agents' own lines: a second opinion, which the stale check does not use.
+
+With --partitions N the agents run N partitions: the traffic polls
+/v1/partitions, and every check above is made per partition (see
+tests/chaos/README.md, "Partitions").
 
 With --worst-case P (and --ensemble), after each round with probability P,
 the lease's worst case is staged: the leading agent's ZooKeeper follower is
@@ -83,6 +87,7 @@ from zkensemble import Ensemble  # noqa: E402
 from zkproxy import ZKProxy  # noqa: E402
 from test_faults import ZKChecker, finish, one_node_each  # noqa: E402
 from zkharness import settled as settle  # noqa: E402
+import partharness  # noqa: E402
 import zkrecords  # noqa: E402
 
 SESSION_TIMEOUTS = ["2s", "2.5s", "3s", "3.5s", "4s"]
@@ -90,6 +95,8 @@ SESSION_TIMEOUTS = ["2s", "2.5s", "3s", "3.5s", "4s"]
 AGENT_KINDS = ["pause_short", "pause_long", "kill9_restart", "sigterm_restart",
                "resign_hold0", "resign_hold2", "proxy_blackhole", "proxy_reset",
                "proxy_delay", "proxy_drop_replies", "delete_contender"]
+# With --partitions an agent cannot resign (POST /v1/resign answers 400).
+PART_AGENT_KINDS = [k for k in AGENT_KINDS if not k.startswith("resign")]
 ZK_KINDS = ["zk_pause", "zk_kill_restart"]
 
 
@@ -103,6 +110,54 @@ class HarnessError(Exception):
 
 class Interrupted(BaseException):
     """SIGTERM / SIGALRM (the global deadline) received."""
+
+
+class PartZKChecker(ZKChecker):
+    """ZKChecker for --partitions: every partition's claim node (a data
+    watch on each, and polling) and its contender nodes. claims:
+    {mzxid: "PARTITION/id"} (a zxid is one transaction: one claim)."""
+
+    def __init__(self, hosts, path, names, interval=0.1, timeout=10.0):
+        super().__init__(hosts, path, interval=interval, timeout=timeout)
+        self.names = names
+
+    def start(self):
+        for name in self.names:
+            self.zk.DataWatch("%s/partitions/%s" % (self.path, name),
+                              lambda d, st, *a, name=name: self._on_part(name, d, st))
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _on_part(self, name, data, stat):
+        if stat is not None and data:
+            with self._lock:
+                self.claims.setdefault(stat.mzxid, "%s/%s" % (name, zkrecords.agent_of(data)))
+
+    def _run(self):
+        from kazoo.exceptions import NoNodeError
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            for name in self.names:
+                ppath = "%s/partitions/%s" % (self.path, name)
+                try:
+                    data, stat = self.zk.get(ppath)
+                    self._on_part(name, data, stat)
+                    if n % 5:
+                        continue
+                    for c in self.zk.get_children(ppath):
+                        try:
+                            st = self.zk.exists("%s/%s" % (ppath, c))
+                        except NoNodeError:
+                            continue
+                        if st is not None and st.version > 0:
+                            with self._lock:
+                                self.written.add(("%s/%s" % (name, c), st.version))
+                except Exception:  # noqa: BLE001 - no node yet, or ZooKeeper faulted
+                    pass
+            self.polls += 1
+            self._stop.wait(self._interval)
 
 
 T0 = time.monotonic()
@@ -133,6 +188,8 @@ class Fault:
         self.leader_at_start = None     # (agent, epoch) leading when it began
         self.heal_fn = None
         self.done = False
+        self.owners_at_start = None     # --partitions: {partition: (agent, epoch)}
+        self.part_hit = None            # --partitions: (partition, owner) of a deleted node
 
 
 class Chaos:
@@ -163,6 +220,7 @@ class Chaos:
         self.deadline_hit = False
         self.audit_fig = None
         self.stale_fig = None
+        self.names = [str(i) for i in range(args.partitions)]   # [] without --partitions
 
     # -- setup ---------------------------------------------------------------
     def start(self):
@@ -182,11 +240,19 @@ class Chaos:
         say("ZooKeeper up: %s (%s); election path %s" % (
             self.zk_hosts, self.ens.dir if self.ens else self.zk.dir, self.path))
         self.observer = Observer(self.zk_hosts)
-        self.checker = ZKChecker(self.zk_hosts, self.path,
-                                 timeout=3.0 if a.ensemble else 10.0).start()
+        if self.names:
+            self.checker = PartZKChecker(self.zk_hosts, self.path, self.names,
+                                         timeout=3.0 if a.ensemble else 10.0).start()
+        else:
+            self.checker = ZKChecker(self.zk_hosts, self.path,
+                                     timeout=3.0 if a.ensemble else 10.0).start()
         self.aset = AgentSet(self.zk_hosts, self.path)
         say("agent configs and logs in %s" % self.aset.dir)
-        self.recorder = StatusRecorder(self.aset).start()
+        if self.names:
+            # Per partition: every agent's /v1/partitions, every partition's answer.
+            self.recorder = partharness.PartitionChecker(self.aset, interval=0.03).start()
+        else:
+            self.recorder = StatusRecorder(self.aset).start()
         k = len(self.upstreams)
         for i in range(a.agents):
             aid = "a%d" % (i + 1)
@@ -196,11 +262,17 @@ class Chaos:
             self.proxies[aid] = ps
             st = self.rng.choice(SESSION_TIMEOUTS)
             ag = self.aset.new(aid, start=False, zk_hostport=",".join(p.hostport for p in ps),
-                               session_timeout=st)
+                               session_timeout=st, extra_yaml=partharness.partitions_yaml(
+                                   a.partitions) if self.names else "")
             self.starts[aid].append(time.time())
             ag.start()
             self.pool.append(ag)
-            if i == 0:
+            if i == 0 and self.names:
+                # The first one owns every partition (the nodes then exist)
+                # before the others start.
+                partharness.wait_settled([ag], self.names, timeout=60,
+                                         what="the first agent to own every partition")
+            elif i == 0:
                 # The first one leads (the election path then exists) before
                 # the others start, as the fault tests' start_pool does.
                 ag.wait_for(lambda s: s["is_leader"] is True, 30,
@@ -210,6 +282,14 @@ class Chaos:
                             what="a connected session")
             T = s["session"].get("timeout_ms") or 0
             self.lease[ag.id] = (T or 4000) / 1000.0 * 2.0 / 3.0
+        if self.names:
+            owner = partharness.wait_settled(self.pool, self.names, timeout=60,
+                                             what="the first balance")
+            say("%d agents up (%s); %d partitions: %s" % (
+                len(self.pool), ", ".join("%s T=%.1fs" % (g.id, self.lease[g.id] * 1.5)
+                                          for g in self.pool), len(self.names),
+                self.shares(owner)))
+            return
         lead, ls, _ = settle(self.pool, timeout=60, what="the first election")
         one_node_each(self.observer, self.path, self.pool, timeout=60)
         say("%d agents up (%s); %s leads, epoch %#x" % (
@@ -220,8 +300,28 @@ class Chaos:
     def agent(self, aid):
         return [g for g in self.pool if g.id == aid][0]
 
+    def shares(self, owner):
+        n = collections.Counter(owner.values())
+        return ", ".join("%s owns %d" % (g.id, n[g.id]) for g in self.pool)
+
+    def owners_now(self, window=1.5):
+        """--partitions: {partition: (agent id, epoch)} of each partition's
+        latest is_leader answer within `window` s."""
+        out = {}
+        now = time.monotonic()
+        with self.recorder._lock:
+            for name, lst in self.recorder.answers.items():
+                for x in reversed(lst[-200:]):
+                    if x.is_leader and x.t1 > now - window:
+                        out[name] = (x.agent, x.epoch)
+                        break
+        return out
+
     def current_leader(self, window=1.5):
-        """(agent id, epoch) of the latest is_leader sample, or (None, None)."""
+        """(agent id, epoch) of the latest is_leader sample, or (None, None);
+        with --partitions, of partition 0's (the faults favour its owner)."""
+        if self.names:
+            return self.owners_now(window).get(self.names[0], (None, None))
         with self.recorder._lock:
             tail = self.recorder.samples[-600:]
         for s in reversed(tail):
@@ -257,7 +357,8 @@ class Chaos:
     def pick_round(self):
         """One fault, or (with --overlap probability) two on distinct targets."""
         n = 2 if self.rng.random() < self.args.overlap else 1
-        kinds = AGENT_KINDS + (ZK_KINDS if self.args.ensemble else [])
+        kinds = (PART_AGENT_KINDS if self.names else AGENT_KINDS) + \
+            (ZK_KINDS if self.args.ensemble else [])
         picked, used_agents, zk_used = [], set(), False
         for _ in range(n):
             for _try in range(20):
@@ -364,8 +465,12 @@ class Chaos:
                     p.passthrough()
             f.heal_fn = heal
         elif kind == "delete_contender":
+            # With --partitions: a contender of a random partition.
+            cpath = self.path
+            if self.names:
+                cpath = "%s/partitions/%s" % (self.path, rng.choice(self.names))
             try:
-                cs = self.observer.contenders(self.path)
+                cs = self.observer.contenders(cpath)
             except Exception as e:  # noqa: BLE001
                 cs = []
                 say("  (could not list contenders: %r)" % (e,))
@@ -382,12 +487,18 @@ class Chaos:
                 f = Fault(kind, "-", 0.0, "no node of a connected agent to delete")
             else:
                 name, data, _st = rng.choice(cs)
-                f = Fault(kind, "node", 0.0, "%s, owner %s%s" % (
+                f = Fault(kind, "node", 0.0, "%s%s, owner %s%s" % (
+                    "partition %s: " % cpath.rsplit("/", 1)[1] if self.names else "",
                     name.split("-")[0] + "..." + name[-10:], data,
-                    " (the leader)" if data == lead[0] else ""))
+                    " (the leader)" if data == lead[0] and not self.names else ""))
+                if self.names:
+                    own = self.owners_now().get(cpath.rsplit("/", 1)[1], (None, None))
+                    if data == own[0]:
+                        f.detail += " (the owner)"
+                        f.part_hit = (cpath.rsplit("/", 1)[1], data)
                 from kazoo.exceptions import NoNodeError
                 try:
-                    self.observer.zk.delete("%s/%s" % (self.path, name))
+                    self.observer.zk.delete("%s/%s" % (cpath, name))
                 except NoNodeError:
                     f.detail += ", already gone"
                 except Exception as e:  # noqa: BLE001 - ZooKeeper faulted
@@ -434,6 +545,7 @@ class Chaos:
         f.t_before = t_before
         f.t_applied = time.monotonic()
         f.leader_at_start = lead
+        f.owners_at_start = self.owners_now() if self.names else None
         f.round = rnd
         self.counts[kind] += 1
         self.faults.append(f)
@@ -553,9 +665,52 @@ class Chaos:
         self.check_alive()
         time.sleep(self.worst_rng.uniform(0.5, 2.0))
 
+    def members(self):
+        """--partitions: the agent ids of the member nodes, sorted."""
+        mpath = "%s/members" % self.path
+        out = []
+        for c in self.observer.zk.get_children(mpath):
+            try:
+                data, _st = self.observer.zk.get("%s/%s" % (mpath, c))
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                continue
+            out.append(data.decode(errors="replace"))
+        return sorted(out)
+
+    def part_checkpoint(self, what):
+        """--partitions: every agent up and healed: one member node per agent,
+        the partitions balanced (each agent owns exactly what it is
+        assigned, floor or ceil of N/K), and each claim node names its owner
+        with the epoch it answers."""
+        want = sorted(g.id for g in self.pool)
+        for attempt in range(3):
+            try:
+                owner = partharness.wait_settled(self.pool, self.names, timeout=60, what=what)
+                zkharness.poll(lambda: self.members() == want, 60,
+                               what="one member node per agent %s" % want)
+            except AssertionError as e:
+                raise Violation("the partitions did not settle (%s): %s" % (what, e)) from None
+            ep = partharness.epochs(self.pool)
+            wrong = {}
+            for name in self.names:
+                cid, mzxid = partharness.claim(self.observer, self.path, name)
+                if cid != owner.get(name) or mzxid != ep.get(name):
+                    wrong[name] = (owner.get(name), ep.get(name), cid, mzxid)
+            if not wrong:
+                break
+            # A term may have begun in between: settle once more.
+        else:
+            raise Violation("settled, but claim nodes disagree (owner, epoch answered, claim "
+                            "names, mzxid): %s" % wrong)
+        say("checkpoint %d: balanced: %s; one member node per agent" % (
+            self.checkpoints, self.shares(owner)))
+        return owner
+
     def checkpoint(self, what):
         """Every agent up and healed: the election must settle."""
         self.checkpoints += 1
+        if self.names:
+            return self.part_checkpoint(what)
         try:
             lead, ls, _ = settle(self.pool, timeout=60, what=what)
             one_node_each(self.observer, self.path, self.pool, timeout=60)
@@ -603,8 +758,137 @@ class Chaos:
             if not g.running():
                 self.start_agent(g)
 
+    def txn_records(self):
+        """The transactions a quorum of servers logged, and how many were not."""
+        if self.ens is not None:
+            by_server = [zkrecords.txnlog_files(s.data) for s in self.ens.servers]
+            quorum = len(by_server) // 2 + 1
+        else:
+            by_server = [zkrecords.txnlog_files(os.path.join(self.zk.dir, "data"))]
+            quorum = 1
+        return zkrecords.read_txnlogs(by_server, quorum)
+
+    def verify_partitions(self, rounds):
+        """--partitions: every invariant of verify(), per partition: its
+        answers (from /v1/partitions), its claims (PartZKChecker, else the
+        txn logs) and its records (zkrecords.Records at its claim node)."""
+        answers = self.recorder.snapshot()
+        txns, uncommitted = self.txn_records()
+        with self.checker._lock:
+            claims = dict(self.checker.claims)
+        n_samples = n_leaders = tl_total = from_log = n_terms = changes = 0
+        takeovers, max_gap = [], 0.0
+        sfig = {"answers_checked": 0, "answers_without_wall_clock": 0, "terms": 0,
+                "stale_answers": 0, "stale_groups": 0, "claims": 0, "sessions": 0,
+                "nodes": 0, "min_claim_to_answer_ms": None}
+        margin_values = collections.defaultdict(list)
+        n_stale_lines = 0
+        for name in self.names:
+            samples = [x.sample() for x in answers.get(name, [])]
+            leaders = [x for x in samples if x.is_leader]
+            n_samples += len(samples)
+            n_leaders += len(leaders)
+            for x in zkharness.check_single_leader(leaders):
+                self.problems.append("partition %s: single leader / epochs: %s" % (name, x))
+            rec = zkrecords.Records(txns, "%s/partitions/%s" % (self.path, name))
+            tl = rec.claim_map()
+            tl_total += len(tl)
+            for a, e in sorted({(x.agent, x.epoch) for x in leaders
+                                if isinstance(x.epoch, int)}, key=lambda t: t[1]):
+                if claims.get(e) == "%s/%s" % (name, a):
+                    continue
+                if tl.get(e) == a:
+                    from_log += 1
+                else:
+                    self.problems.append(
+                        "partition %s: %s led with epoch %#x, but no claim with that mzxid "
+                        "names it (PartZKChecker saw %r, txn log has %r)"
+                        % (name, a, e, claims.get(e), tl.get(e)))
+            if not rec.claims or not rec.sessions:
+                raise HarnessError("partition %s: the transaction logs gave %d claims and %d "
+                                   "sessions: nothing to judge the answers by"
+                                   % (name, len(rec.claims), len(rec.sessions)))
+            stale, sproblems, sf = zkrecords.check_answers(rec, samples, starts=self.starts)
+            for x in sproblems[:10]:
+                self.problems.append("partition %s: ZooKeeper records: %s" % (name, x))
+            for x in stale[:10]:
+                self.problems.append("partition %s: stale answer: %s" % (name, x))
+            n_stale_lines += len(stale)
+            for k in ("answers_checked", "answers_without_wall_clock", "terms",
+                      "stale_answers", "stale_groups", "claims", "nodes"):
+                sfig[k] += sf[k]
+            sfig["sessions"] = max(sfig["sessions"], sf["sessions"])
+            if sf["min_claim_to_answer_ms"] is not None and (
+                    sfig["min_claim_to_answer_ms"] is None or
+                    sf["min_claim_to_answer_ms"] < sfig["min_claim_to_answer_ms"]):
+                sfig["min_claim_to_answer_ms"] = sf["min_claim_to_answer_ms"]
+            for k, v in sf["margin_values"].items():
+                margin_values[k] += v
+
+            # Figures: terms, owner changes, takeovers, gaps without an owner.
+            first_seen = {}
+            for x in sorted(leaders, key=lambda x: x.t_end):
+                first_seen.setdefault(x.epoch, x.t_end)
+            terms = sorted(first_seen.items(), key=lambda t: t[1])
+            owner = {x.epoch: x.agent for x in leaders}
+            n_terms += len(terms)
+            changes += sum(1 for (e1, _), (e2, _) in zip(terms, terms[1:])
+                           if owner[e1] != owner[e2])
+            last_seen = {}
+            for x in leaders:
+                last_seen[x.epoch] = max(last_seen.get(x.epoch, 0.0), x.t_end)
+            ends = sorted((x.t_end, x.epoch) for x in leaders)
+            keys = [t for t, _ in ends]
+            for f in self.faults:
+                lead, e0 = (f.owners_at_start or {}).get(name, (None, None))
+                if lead is None:
+                    continue
+                hit = lead in (f.affected if f.affected is not None else f.victims) or \
+                    f.part_hit == (name, lead)
+                if not hit or last_seen.get(e0, 0.0) > f.t_heal + 0.5:
+                    continue
+                i = bisect.bisect_left(keys, f.t_before)
+                t_new = next((t for t, e in ends[i:] if e > e0), None)
+                if t_new is not None:
+                    takeovers.append((t_new - f.t_before, "round %d %s %s, partition %s" % (
+                        f.round, f.kind, f.target, name)))
+            gaps = [b - a for a, b in zip(keys, keys[1:])]
+            if gaps:
+                max_gap = max(max_gap, max(gaps))
+        if sfig["answers_without_wall_clock"]:
+            raise HarnessError("%d answers have no wall-clock time"
+                               % sfig["answers_without_wall_clock"])
+        if self.checker.written:
+            self.problems.append("contender nodes written after creation (version > 0): %s"
+                                 % sorted(self.checker.written))
+        if self.checker.polls < 3:
+            self.problems.append("the ZooKeeper checker barely ran (%d polls)"
+                                 % self.checker.polls)
+        sfig["margins"] = {k: (min(v), sorted(v)[len(v) // 2], len(v))
+                           for k, v in margin_values.items()}
+        sfig["uncommitted"] = uncommitted
+        sfig["txns"] = len(txns)
+        self.stale_fig = sfig
+        return {
+            "rounds": rounds,
+            "samples": n_samples,
+            "leader_samples": n_leaders,
+            "terms": n_terms,
+            "leader_changes": changes,
+            "claims_seen_by_checker": len(claims),
+            "claims_in_txn_log": tl_total,
+            "epochs_verified_from_txn_log": from_log,
+            "checker_polls": self.checker.polls,
+            "stale_answers": sfig["stale_answers"],
+            "takeovers": takeovers,
+            "max_leaderless_gap_s": max_gap,
+            "violations_single_leader": 0,
+        }
+
     def verify(self, rounds):
         """The whole-run invariants; returns the summary figures."""
+        if self.names:
+            return self.verify_partitions(rounds)
         samples = list(self.recorder.samples)
         leaders = [s for s in samples if s.is_leader]
         v = zkharness.check_single_leader(leaders)
@@ -717,7 +1001,12 @@ class Chaos:
             say("AUDIT CHECK OFF (ZKELECT_AUDIT=off): leadership intervals not checked")
             return
         try:
-            problems, self.audit_fig = zkharness.audit_agents(self.pool, self.recorder.samples)
+            if self.names:
+                problems, self.audit_fig = partharness.audit_partitions(
+                    self.pool, self.recorder.snapshot())
+            else:
+                problems, self.audit_fig = zkharness.audit_agents(self.pool,
+                                                                  self.recorder.samples)
         except Exception as e:  # noqa: BLE001 - a broken parser is a broken run
             raise HarnessError("the leadership audit failed: %r" % (e,)) from None
         for p in problems:
@@ -823,10 +1112,37 @@ class ResourceSampler:
         return out
 
 
+def finish_partitions(c, timeout=60):
+    """--partitions: every agent stops gracefully (exit 0); then no member
+    node and no contender node of any partition is left (poll: an earlier
+    session's expiry may lag). Returns the seconds that took."""
+    for a in c.aset.agents:
+        if a.running():
+            rc = a.stop()
+            assert rc == 0, "%s exited %s on SIGTERM" % (a.id, rc)
+    t0 = time.monotonic()
+    paths = ["%s/members" % c.path] + ["%s/partitions/%s" % (c.path, n) for n in c.names]
+    left = {}
+
+    def empty():
+        left.clear()
+        for p in paths:
+            ch = c.observer.zk.get_children(p)
+            if ch:
+                left[p] = ch
+        return not left
+    try:
+        zkharness.poll(empty, timeout, interval=0.05,
+                       what="no member or contender node left")
+    except AssertionError as e:
+        raise AssertionError("%s; left: %r" % (e, left)) from None
+    return time.monotonic() - t0
+
+
 def summary_lines(c, fig, t_settle, t_empty):
-    out = ["summary (seed %d, %s, %d agents, %.1f min):" % (
+    out = ["summary (seed %d, %s, %d agents, %s%.1f min):" % (
         c.args.seed, "3-server ensemble" if c.args.ensemble else "standalone ZooKeeper",
-        c.args.agents, c.args.minutes)]
+        c.args.agents, "%d partitions, " % len(c.names) if c.names else "", c.args.minutes)]
     out.append("  rounds: %d, faults: %d, checkpoints settled: %d" % (
         fig["rounds"], sum(c.counts.values()), c.checkpoints))
     out.append("  actions: " + ", ".join("%s=%d" % kv for kv in sorted(c.counts.items())))
@@ -865,7 +1181,9 @@ def summary_lines(c, fig, t_settle, t_empty):
     out.append("  max leaderless gap: %.2fs; final settle %.2fs; path empty %.2fs after "
                "the last SIGTERM" % (fig["max_leaderless_gap_s"], t_settle, t_empty))
     af = getattr(c, "audit_fig", None)
-    if af is not None:
+    if af is not None and c.names:
+        out.append("  exact " + partharness.format_partition_audit(af))
+    elif af is not None:
         out.append("  exact " + zkharness.format_audit_figures(af) +
                    "; is_leader answers checked against them: %d" % af.get("answers_checked", 0))
     else:
@@ -902,6 +1220,9 @@ def main():
                     "its renewal); its own RNG, so the seed's faults stay the same (0)")
     ap.add_argument("--sample-every", type=float, default=60.0, metavar="S",
                     help="sample each agent's RSS and open descriptors every S seconds (60)")
+    ap.add_argument("--partitions", type=int, default=0, metavar="N",
+                    help="agents run N partitions (partitions.count); traffic, checks and "
+                    "the audit are per partition (0: one election)")
     ap.add_argument("--never-restart", type=int, default=0, metavar="N",
                     help="the first N agents get every fault but kill -9 and SIGTERM, so "
                     "they live the whole run (for --sample-every's slopes) (0)")
@@ -914,6 +1235,10 @@ def main():
         args.seed = random.SystemRandom().randrange(1, 10 ** 6)
     if args.agents < 2:
         ap.error("--agents must be at least 2")
+    if not 0 <= args.partitions <= 1024:
+        ap.error("--partitions must be 0 to 1024")
+    if args.partitions and args.worst_case:
+        ap.error("--worst-case stages one election's worst case: not with --partitions")
     if args.keep:
         os.environ["ZKELECT_TEST_KEEP"] = "1"
 
@@ -928,6 +1253,7 @@ def main():
     repro = "/usr/bin/python3 tests/chaos/chaos.py --minutes %g --seed %d --agents %d%s%s" % (
         args.minutes, args.seed, args.agents, " --ensemble" if args.ensemble else "",
         " --worst-case %g" % args.worst_case if args.worst_case else "") + (
+        " --partitions %d" % args.partitions if args.partitions else "") + (
         " --never-restart %d" % args.never_restart if args.never_restart else "")
     say("zkelect chaos: seed %d (reproduce: %s); agent binary %s%s"
         % (args.seed, repro, os.environ["ZKELECTD"],
@@ -962,7 +1288,8 @@ def main():
         t_empty = float("nan")
         if not fatal:
             try:
-                t_empty = finish(c.aset, c.observer, c.path, timeout=60, audit=False)
+                t_empty = finish_partitions(c) if c.names else \
+                    finish(c.aset, c.observer, c.path, timeout=60, audit=False)
             except AssertionError as e:
                 c.problems.append("at the end: %s" % e)
         c.audit()

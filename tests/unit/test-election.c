@@ -2601,6 +2601,68 @@ START_TEST(test_part_unassigned_follower_leaves)
 END_TEST
 
 /*
+ * A partition's leader rides a disconnect through: the queue is listed and
+ * watched again on reconnecting while a listing's answer is owed. The
+ * listing a fired queue watch sent may have been lost with the connection
+ * (here: the one sent on leading); without a new one, a
+ * successor that queued meanwhile stays unknown and a parked leader never
+ * hands over (the start-up stall of doc/design.md, "Partitions").
+ */
+START_TEST(test_part_ride_through_lists_the_queue_again)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const uint64_t lost = LEAD_AT + 200, back = lost + 300;
+	const struct step s[] = {
+		{ CONNECTING(lost), "", R(ELECTION_LEADER) },
+		{ CONNECTED(back), "renew:" ME(1, 03) " watch_children",
+		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
+		{ RENEWED(SID, MY_ID, E1, E1 - 1, back + 4), "",
+		  R(ELECTION_LEADER), PH(PHASE_LEADING) },
+		{ ASSIGN(false, back + 10), "", R(ELECTION_LEADER) },
+		{ CHILDREN(back + 12), "read_successor:" E04, KIDS(ME(1, 03), E04) },
+		{ SUCC_DATA(E04, "e", back + 14), "notify:leader>follower/wait",
+		  R(ELECTION_FOLLOWER), PH(PHASE_RELEASING) },
+	};
+
+	join_part_leader(&e);
+	RUN(&e, s);
+}
+END_TEST
+
+/*
+ * Not assigned while its claim is in flight, then the connection drops and
+ * comes back with the same session: the node, which lives on, is let go at
+ * once (else the next contender waits behind it for as long as the session
+ * lives: the other start-up stall). Before, it only went out of the queue
+ * in its own view.
+ */
+START_TEST(test_part_unassigned_while_claiming_lets_go_on_reconnect)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	const struct step s[] = {
+		{ CONNECTED_NEW(T0), "read_claim create", PH(PHASE_CREATING) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 3, T0 + 1), "" },
+		{ CREATED(ME(1, 03), SID, T0 + 5), "list" },
+		{ CHILDREN(T0 + 8), "watch_self:" ME(1, 03) " read_claim",
+		  PH(PHASE_TAKEOVER), KIDS(ME(1, 03), E04) },
+		{ CLAIM_DATA("someone", E1 - 3, E1 - 2, T0 + 9), "claim:" ME(1, 03),
+		  PH(PHASE_CLAIMING) },
+		{ ASSIGN(false, T0 + 20), "", PH(PHASE_CLAIMING) },
+		{ CONNECTING(T0 + 30), "" },
+		{ CONNECTED(T0 + 90),
+		  "watch_claim notify:unknown>follower release:" ME(1, 03),
+		  R(ELECTION_FOLLOWER), PH(PHASE_DELETING) },
+		{ RELEASED(ZOK, -1, T0 + 95), "", PH(PHASE_HOLDING) },
+	};
+
+	new_election(&e, true);
+	e.session_renewal = true;
+	RUN(&e, s);
+	ck_assert_str_eq(e.node, "");
+}
+END_TEST
+
+/*
  * The session's renewal extends a leading partition's lease as its own
  * renewal would, and the partition sends none of its own; not when the
  * answer says the node is not ours, nor when the claim's watch fired after
@@ -2668,6 +2730,8 @@ election_suite(void)
 	tc = tcase_create("partitions");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_part_parked_joins_only_when_assigned);
+	tcase_add_test(tc, test_part_ride_through_lists_the_queue_again);
+	tcase_add_test(tc, test_part_unassigned_while_claiming_lets_go_on_reconnect);
 	tcase_add_test(tc, test_part_unassigned_leader_hands_over);
 	tcase_add_test(tc, test_part_unassigned_follower_leaves);
 	tcase_add_test(tc, test_part_session_renewal);

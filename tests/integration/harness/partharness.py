@@ -30,7 +30,9 @@ import math
 import threading
 import time
 
-from zkharness import SLOW, Sample, check_single_leader, poll, unix_request
+from zkharness import (HARNESS_START_PREFIX, SLOW, Sample, audit_samples_outside,
+                       check_audit, check_single_leader, parse_audit, poll,
+                       read_log_lines, unix_request)
 
 
 def partitions_yaml(count=None, names=None):
@@ -139,11 +141,20 @@ def max_moves(n, k_before):
 
 
 class Answer:
-    __slots__ = ("agent", "t0", "t1", "is_leader", "epoch", "lease_ms")
+    __slots__ = ("agent", "t0", "t1", "is_leader", "epoch", "lease_ms", "w0", "w1")
 
-    def __init__(self, agent, t0, t1, is_leader, epoch, lease_ms):
+    def __init__(self, agent, t0, t1, is_leader, epoch, lease_ms, w0=None, w1=None):
         self.agent, self.t0, self.t1 = agent, t0, t1
         self.is_leader, self.epoch, self.lease_ms = is_leader, epoch, lease_ms
+        self.w0, self.w1 = w0, w1       # the same window on the wall clock
+
+    def sample(self):
+        """As a zkharness.Sample (what check_single_leader and
+        zkrecords.check_answers judge)."""
+        s = Sample(self.agent, self.t0, self.t1, True, self.is_leader, self.epoch,
+                   "leader" if self.is_leader else None)
+        s.w_start, s.w_end = self.w0, self.w1
+        return s
 
     def __repr__(self):
         return "<%s [%.3f,%.3f] leader=%s epoch=%s lease=%s>" % (
@@ -183,8 +194,10 @@ class PartitionChecker:
     def _run(self, agent):
         while not self._stop.is_set():
             t0 = time.monotonic()
+            w0 = time.time()        # both before the request is sent
             try:
                 r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=self.timeout)
+                w1 = time.time()
                 t1 = time.monotonic()
                 d = r.json() if r.status == 200 else None
             except Exception:  # noqa: BLE001 - no answer: leads nothing
@@ -195,7 +208,7 @@ class PartitionChecker:
                     for p in d.get("partitions", []):
                         self.answers.setdefault(p["name"], []).append(Answer(
                             agent.id, t0, t1, p.get("is_leader") is True,
-                            p.get("epoch"), p.get("lease_remaining_ms") or 0))
+                            p.get("epoch"), p.get("lease_remaining_ms") or 0, w0, w1))
             self._stop.wait(self.interval)
 
     def freeze(self, agent):
@@ -260,3 +273,72 @@ def wait_for_answers(checker, timeout=30):
     """Until the checker has polled at least once more than now."""
     n = checker.polls
     poll(lambda: checker.polls > n + 2, timeout * SLOW, what="the checker to poll")
+
+
+# --- the exact audit, per partition -------------------------------------------
+
+def partition_logs(agents):
+    """{partition: {agent id: log lines}}: each agent's `audit:` lines for that
+    partition (they end with ` partition=NAME`), with the harness's start
+    markers, which close a term a restart cut short."""
+    out = {}
+    for a in agents:
+        starts = []
+        by = {}
+        for raw in read_log_lines(a.log_path):
+            if raw.startswith(HARNESS_START_PREFIX):
+                starts.append(raw)
+                for lst in by.values():
+                    lst.append(raw)
+                continue
+            i = raw.find("audit: ")
+            j = raw.rfind(" partition=")
+            if i < 0 or j < 0:
+                continue
+            name = raw[j + len(" partition="):].rstrip().rstrip('"}')
+            lst = by.setdefault(name, list(starts))
+            lst.append(raw)
+        for name, lst in by.items():
+            out.setdefault(name, {})[a.id] = lst
+    return out
+
+
+def audit_partitions(agents, answers=None):
+    """zkharness.check_audit per partition: the terms of every agent for one
+    partition, from their audit lines, never overlap and their epochs grow;
+    with `answers` ({partition: [Answer]}, a PartitionChecker's snapshot),
+    every is_leader true answer lies inside an audited term of that agent,
+    partition and epoch. Returns (problems, figures summed over partitions)."""
+    problems = []
+    fig = {"partitions": 0, "terms": 0, "open_terms": 0, "handovers": 0,
+           "min_gap_ms": None, "answers_checked": 0}
+    plogs = partition_logs(agents)
+    for name, logs in sorted(plogs.items()):
+        pr, f = check_audit(logs)
+        problems += ["partition %s: %s" % (name, p) for p in pr]
+        fig["partitions"] += 1
+        fig["terms"] += f["terms"]
+        fig["open_terms"] += f["open_terms"]
+        fig["handovers"] += f["handovers"]
+        if f["min_gap_ms"] is not None and (fig["min_gap_ms"] is None or
+                                            f["min_gap_ms"] < fig["min_gap_ms"]):
+            fig["min_gap_ms"] = f["min_gap_ms"]
+    for name, lst in sorted((answers or {}).items()):
+        intervals = []
+        for aid, lines in plogs.get(name, {}).items():
+            intervals += parse_audit(lines, aid)[0]
+        true = [Sample(x.agent, x.t0, x.t1, True, True, x.epoch, "leader")
+                for x in lst if x.is_leader]
+        fig["answers_checked"] += len(true)
+        problems += ["partition %s: %s" % (name, p)
+                     for p in audit_samples_outside(intervals, true)[:10]]
+    return problems[:60], fig
+
+
+def format_partition_audit(fig):
+    return ("per-partition audit: %d partitions, %d terms (%d without an end line), "
+            "%d handovers between agents, smallest gap %s; is_leader answers checked "
+            "against them: %d" % (
+                fig["partitions"], fig["terms"], fig["open_terms"], fig["handovers"],
+                "%.3f ms" % fig["min_gap_ms"] if fig["min_gap_ms"] is not None else "n/a",
+                fig["answers_checked"]))

@@ -458,6 +458,7 @@ def check_answers(rec, samples, starts=None, notice=FOREIGN_DELETE_NOTICE_S):
         "nodes": len(rec.nodes),
         "min_claim_to_answer_ms": min(lead_in) * 1000.0 if lead_in else None,
         "margins": {k: (min(v), sorted(v)[len(v) // 2], len(v)) for k, v in margins.items()},
+        "margin_values": {k: list(v) for k, v in margins.items()},
     }
     return out, problems, fig
 
