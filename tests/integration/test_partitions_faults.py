@@ -20,12 +20,10 @@ lies inside an audited term). Every wait polls with a deadline.
 """
 
 import os
-import sys
 import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zkharness import SLOW, AgentSet, poll  # noqa: E402
 from zkproxy import ZKProxy  # noqa: E402
