@@ -29,6 +29,10 @@
  *   revalidation touches with the timeout negotiated on its connection;
  * - with --shape relay observers report touches through an ObserverMaster
  *   follower, a report later, lost if it is not serving.
+ * - with --shape failover the leader's process exits (its sockets close:
+ *   clients and followers see it at once) or its host stops (nobody hears
+ *   anything); the new leader's tracker starts afresh as above, its ticks
+ *   at another phase, and the old one rejoins as a follower.
  * The tree is the election node and its children: all the agents use.
  */
 #include <stdio.h>
