@@ -1526,6 +1526,8 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 
 	/* The calls: zkplan.c, which the simulator runs too. */
 	rc = zkplan_build(a, pt->path, pt->prefix, e->uuid, &plan);
+	if (plan.what == ZKF_NONE)
+		return;
 	req = zk_req_new(zk, pt, zk_plan_kinds[plan.what], plan.name);
 	if (rc == -1) {
 		/* config keeps paths short enough; never sent cut short */
