@@ -23,8 +23,15 @@ zkplan_call(struct zkplan *p, enum zkplan_call_type type)
 {
 	struct zkplan_call *c = &p->calls[p->ncalls++];
 
+	/* Field by field: a plan is large, and built for every action. */
 	c->type = type;
+	c->path[0] = '\0';
+	c->parents = false;
 	c->answers = true;
+	c->watch = ZKW_NONE;
+	c->data = NULL;
+	c->datalen = 0;
+	c->nitems = 0;
 	return c;
 }
 
@@ -56,7 +63,10 @@ zkplan_item(struct zkplan_call *c, enum zkplan_item_type type)
 	struct zkplan_item *it = &c->items[c->nitems++];
 
 	it->type = type;
+	it->path[0] = '\0';
 	it->version = -1;
+	it->data = NULL;
+	it->datalen = 0;
 	return it;
 }
 
@@ -109,7 +119,9 @@ zkplan_build(const struct election_action *a, const char *path,
 {
 	struct zkplan_call *c;
 
-	memset(p, 0, sizeof(*p));
+	p->what = ZKF_NONE;
+	p->name[0] = '\0';
+	p->ncalls = 0;
 	switch (a->type) {
 	case ACT_CREATE_PARENT:
 		/* Every component, pipelined; the last one answers for all. */
