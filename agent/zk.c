@@ -35,6 +35,7 @@
 #include "log.h"
 #include "watchdog.h"
 #include "zk.h"
+#include "zkplan.h"
 
 /* What a completion or watch was for. */
 enum zk_kind {
@@ -77,7 +78,7 @@ struct zk_req {
 	zoo_op_result_t	 results[3];
 	struct Stat	 set_stat;
 	int		 nops;
-	char		 paths[2][CONFIG_ZK_PATH_MAX];
+	char		 paths[3][CONFIG_ZK_PATH_MAX];
 };
 
 /* A message from the ZooKeeper thread to the loop. */
@@ -1018,20 +1019,23 @@ zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 	return req;
 }
 
-/* PATH/NAME into buf; config keeps paths short enough, and a path that
- * would not fit is never sent cut short. */
-static int
-zk_node_path(struct part *pt, const char *name, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/%s", pt->path, name);
+/* What a plan's request is for, and the context of the watch a call
+ * leaves, as this driver's kinds. */
+static const enum zk_kind zk_plan_kinds[] = {
+	[ZKF_NONE] = ZK_SESSION, [ZKF_PARENT] = ZK_PARENT,
+	[ZKF_CREATE] = ZK_CREATE, [ZKF_LIST] = ZK_LIST,
+	[ZKF_PRED_SET] = ZK_PRED_SET, [ZKF_OWNER] = ZK_OWNER,
+	[ZKF_CLAIM] = ZK_CLAIM, [ZKF_RENEW] = ZK_RENEW,
+	[ZKF_CLAIM_DATA] = ZK_CLAIM_DATA, [ZKF_SUCCESSOR] = ZK_SUCCESSOR,
+	[ZKF_RELEASE] = ZK_RELEASE, [ZKF_SELF_SET] = ZK_SELF_SET,
+	[ZKF_AHEAD] = ZK_AHEAD,
+};
 
-	if (n < 0 || (size_t)n >= len) {
-		log_error("zookeeper: path %s/%s too long; not sent", pt->path,
-		    name);
-		return -1;
-	}
-	return 0;
-}
+static const enum zk_kind zk_plan_watches[] = {
+	[ZKW_NONE] = ZK_SESSION, [ZKW_PRED] = ZK_PRED_WATCH,
+	[ZKW_SELF] = ZK_SELF_WATCH, [ZKW_CLAIM] = ZK_CLAIM_WATCH,
+	[ZKW_CHILDREN] = ZK_CHILD_WATCH,
+};
 
 /* A call the client refused outright (handle closing, bad state) is
  * reported to the election as that call's failure, from the loop. */
@@ -1045,101 +1049,121 @@ zk_refused(struct zk *zk, struct zk_req *req, int rc)
 	zk_req_free(req);
 }
 
-/*
- * Reads a contender node and leaves a data watch on it (rule 5: getData,
- * not exists, so that no watch lingers on a node that is already gone).
- */
+/* The multi of a plan (the claim or the release), its ops kept in req. */
 static int
-zk_watch_node(struct zk *zk, struct part *pt, const char *name,
-    enum zk_kind read_kind, enum zk_kind watch_kind, struct zk_req **reqp)
+zk_plan_multi(struct zk *zk, struct zk_req *req, const struct zkplan_call *c)
 {
-	char path[CONFIG_ZK_PATH_MAX];
+	const struct zkplan_item *it;
+	int i;
 
-	*reqp = zk_req_new(zk, pt, read_kind, name);
-	if (zk_node_path(pt, name, path, sizeof(path)) == -1)
-		return ZBADARGUMENTS;
-	return zoo_awget(zk->zh, path, zk_node_watcher, ZK_WATCH_CTX(watch_kind),
-	    zk_data_cb, *reqp);
+	for (i = 0; i < c->nitems; i++) {
+		it = &c->items[i];
+		snprintf(req->paths[i], sizeof(req->paths[i]), "%s", it->path);
+		if (it->type == ZKI_CHECK)
+			zoo_check_op_init(&req->ops[i], req->paths[i],
+			    it->version);
+		else if (it->type == ZKI_DELETE)
+			zoo_delete_op_init(&req->ops[i], req->paths[i],
+			    it->version);
+		else
+			zoo_set_op_init(&req->ops[i], req->paths[i], it->data,
+			    it->datalen, it->version, &req->set_stat);
+	}
+	req->nops = c->nitems;
+	return zoo_amulti(zk->zh, req->nops, req->ops, req->results,
+	    zk_multi_cb, req);
 }
 
 /*
- * The renewal: a sync (it goes through the ZooKeeper leader), then a read
- * of our own node (still ours after the sync: the session was alive at the
- * leader) and of the election node (whose claim stands). Replies come in
- * order; the last one reports all three.
+ * Sends one call of plan p for req. A renewal's calls share req: the last
+ * of them to complete reports all three. A read with a watch leaves it
+ * under a constant context; rule 5: the plan reads nodes with getData, not
+ * exists, so that no watch lingers on a node that is already gone.
  */
 static int
-zk_renew(struct zk *zk, struct part *pt, const char *name,
-    struct zk_req **reqp)
+zk_plan_send(struct zk *zk, struct zk_req *req, const struct zkplan *p,
+    const struct zkplan_call *c)
 {
-	struct zk_req *req = zk_req_new(zk, pt, ZK_RENEW, name);
-	int rc, i;
+	void *ctx = ZK_WATCH_CTX(zk_plan_watches[c->watch]);
+	bool shared = p->what == ZKF_RENEW;
+	char path[CONFIG_ZK_PATH_MAX], *s;
 
-	*reqp = NULL;
-	req->refs = 3;
-	if (zk_node_path(pt, name, req->paths[0], sizeof(req->paths[0])) == -1) {
-		*reqp = req;
-		return ZBADARGUMENTS;
-	}
-	for (i = 0; i < 3; i++) {
-		if (i == 0)
-			rc = zoo_async(zk->zh, pt->path, zk_renew_sync_cb, req);
-		else if (i == 1)
-			rc = zoo_aexists(zk->zh, req->paths[0], 0,
+	switch (c->type) {
+	case ZKC_CREATE:
+		if (c->parents) {
+			snprintf(path, sizeof(path), "%s", c->path);
+			for (s = strchr(path + 1, '/'); s != NULL;
+			    s = strchr(s + 1, '/')) {
+				*s = '\0';
+				(void)zoo_acreate(zk->zh, path, NULL, -1,
+				    zk->aclp, 0, zk_string_cb, NULL);
+				*s = '/';
+			}
+		}
+		return zoo_acreate(zk->zh, c->path, NULL, -1, zk->aclp, 0,
+		    zk_string_cb, c->answers ? req : NULL);
+	case ZKC_CREATE_SEQ:
+		return zoo_acreate2(zk->zh, c->path, c->data, c->datalen,
+		    zk->aclp, ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req);
+	case ZKC_SYNC:
+		if (!c->answers)
+			return zoo_async(zk->zh, c->path, zk_sync_cb, NULL);
+		return zoo_async(zk->zh, c->path, zk_renew_sync_cb, req);
+	case ZKC_GET:
+		if (shared)
+			return zoo_aget(zk->zh, c->path, 0, zk_renew_get_cb, req);
+		if (c->watch != ZKW_NONE)
+			return zoo_awget(zk->zh, c->path, zk_node_watcher, ctx,
+			    zk_data_cb, req);
+		return zoo_aget(zk->zh, c->path, 0, zk_data_cb, req);
+	case ZKC_EXISTS:
+		if (shared)
+			return zoo_aexists(zk->zh, c->path, 0,
 			    zk_renew_exists_cb, req);
-		else
-			rc = zoo_aget(zk->zh, pt->path, 0, zk_renew_get_cb, req);
+		if (c->watch != ZKW_NONE)
+			return zoo_awexists(zk->zh, c->path, zk_node_watcher,
+			    ctx, zk_stat_cb, req);
+		return zoo_aexists(zk->zh, c->path, 0, zk_stat_cb, req);
+	case ZKC_CHILDREN:
+		if (c->watch != ZKW_NONE)
+			return zoo_awget_children(zk->zh, c->path,
+			    zk_node_watcher, ctx, zk_strings_cb, req);
+		return zoo_aget_children(zk->zh, c->path, 0, zk_strings_cb,
+		    req);
+	case ZKC_MULTI:
+		return zk_plan_multi(zk, req, c);
+	}
+	return ZBADARGUMENTS;
+}
+
+/*
+ * Runs plan p (zkplan.h) for req, in order; stops at the first call the
+ * client refuses. Returns that refusal when no answering call was queued
+ * (the caller reports req failed); otherwise the answering calls that were
+ * not queued fail in req, as they would have.
+ */
+static int
+zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
+{
+	int i, rc = ZOK, sent = 0, n = zkplan_answers(p);
+
+	if (n > 1)
+		req->refs = n;
+	for (i = 0; i < p->ncalls; i++) {
+		rc = zk_plan_send(zk, req, p, &p->calls[i]);
 		if (rc != ZOK)
 			break;
+		if (p->calls[i].answers)
+			sent++;
 	}
-	if (i == 0) {
-		*reqp = req;	/* nothing queued: refuse it whole */
+	if (rc == ZOK || sent == 0 || n < 2)
 		return rc;
-	}
-	for (; i < 3; i++) {
+	for (; sent < n; sent++) {
 		/* Calls that were not queued will not complete. */
-		zk_req_fail(req, i, rc);
+		zk_req_fail(req, sent, rc);
 		zk_req_done(req);
 	}
 	return ZOK;
-}
-
-/* The claim or the release: one atomic multi (see election.h). */
-static int
-zk_multi(struct zk *zk, struct part *pt, const struct election_action *a,
-    struct zk_req **reqp)
-{
-	struct zk_req *req;
-	int n = 0;
-
-	*reqp = req = zk_req_new(zk, pt, a->type == ACT_CLAIM ? ZK_CLAIM :
-	    ZK_RELEASE, a->name);
-	if (zk_node_path(pt, a->name, req->paths[0], sizeof(req->paths[0])) == -1)
-		return ZBADARGUMENTS;
-	if (a->type == ACT_CLAIM) {
-		/* Our node still exists, and the election node is written
-		 * with our claim: its mzxid is the epoch. The quorum orders it
-		 * after our node's creation and after every earlier claim. */
-		zoo_check_op_init(&req->ops[n++], req->paths[0], -1);
-		zoo_set_op_init(&req->ops[n++], pt->path, a->data, a->datalen, -1,
-		    &req->set_stat);
-	} else {
-		/* Let go of our node; a leader names its successor in the
-		 * same transaction (or says nobody leads), so the successor
-		 * needs no write of its own. */
-		if (a->successor[0] != '\0') {
-			if (zk_node_path(pt, a->successor, req->paths[1],
-			    sizeof(req->paths[1])) == -1)
-				return ZBADARGUMENTS;
-			zoo_check_op_init(&req->ops[n++], req->paths[1], -1);
-		}
-		zoo_delete_op_init(&req->ops[n++], req->paths[0], -1);
-		if (a->write_claim)
-			zoo_set_op_init(&req->ops[n++], pt->path, a->data,
-			    a->datalen, -1, &req->set_stat);
-	}
-	req->nops = n;
-	return zoo_amulti(zk->zh, n, req->ops, req->results, zk_multi_cb, req);
 }
 
 /*
@@ -1446,114 +1470,15 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 {
 	struct agent *agent = zk->agent;
 	struct election *e = pt->e;
-	char path[CONFIG_ZK_PATH_MAX];
-	struct zk_req *req = NULL;
-	int rc = ZOK;
+	struct zkplan plan;
+	struct zk_req *req;
+	int rc;
 
 	if (a->type != ACT_NOTIFY && a->type != ACT_EXIT &&
 	    a->type != ACT_NEW_SESSION && zk->zh == NULL)
 		return;
 
 	switch (a->type) {
-	case ACT_CREATE_PARENT: {
-		/* Every component, pipelined; the last one answers for all. */
-		char *p;
-		snprintf(path, sizeof(path), "%s", pt->path);
-		for (p = strchr(path + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
-			*p = '\0';
-			(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
-			    zk_string_cb, NULL);
-			*p = '/';
-		}
-		if (pt->e->no_chroot)	/* said once already */
-			log_debug("election: creating the election path %s",
-			    path);
-		else
-			log_info("election: creating the election path %s",
-			    path);
-		req = zk_req_new(zk, pt, ZK_PARENT, NULL);
-		rc = zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
-		    zk_string_cb, req);
-		break;
-	}
-	case ACT_CREATE:
-		req = zk_req_new(zk, pt, ZK_CREATE, NULL);
-		if (snprintf(path, sizeof(path), "%s%s-latch-", pt->prefix,
-		    e->uuid) >= (int)sizeof(path)) {
-			rc = ZBADARGUMENTS;
-			break;
-		}
-		log_debug("election: creating %s", path);
-		rc = zoo_acreate2(zk->zh, path, a->data, a->datalen,
-		    zk->aclp, ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req);
-		break;
-	case ACT_LIST:
-		req = zk_req_new(zk, pt, ZK_LIST, NULL);
-		if (a->sync)
-			rc = zoo_async(zk->zh, pt->path, zk_sync_cb, NULL);
-		if (rc == ZOK)
-			rc = zoo_aget_children(zk->zh, pt->path, 0, zk_strings_cb,
-			    req);
-		break;
-	case ACT_WATCH_CHILDREN:
-		req = zk_req_new(zk, pt, ZK_LIST, NULL);
-		rc = zoo_awget_children(zk->zh, pt->path, zk_node_watcher,
-		    ZK_WATCH_CTX(ZK_CHILD_WATCH), zk_strings_cb, req);
-		break;
-	case ACT_WATCH_PRED:
-		rc = zk_watch_node(zk, pt, a->name, ZK_PRED_SET, ZK_PRED_WATCH, &req);
-		break;
-	case ACT_GET_OWNER:
-		req = zk_req_new(zk, pt, ZK_OWNER, a->name);
-		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
-			rc = ZBADARGUMENTS;
-		else
-			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
-		break;
-	case ACT_CLAIM:
-		zk_trace("confirm-sent");
-		rc = zk_multi(zk, pt, a, &req);
-		break;
-	case ACT_RELEASE:
-		zk_trace("release-sent");
-		log_info("election: releasing %s/%s%s%s", pt->path, a->name,
-		    a->successor[0] != '\0' ? "; naming the next leader " : "",
-		    a->successor);
-		rc = zk_multi(zk, pt, a, &req);
-		break;
-	case ACT_RENEW:
-		rc = zk_renew(zk, pt, a->name, &req);
-		break;
-	case ACT_WATCH_CLAIM:
-		if (e->phase == PHASE_TAKEOVER)
-			zk_trace("confirm-sent");
-		req = zk_req_new(zk, pt, ZK_CLAIM_DATA, NULL);
-		rc = zoo_awget(zk->zh, pt->path, zk_node_watcher,
-		    ZK_WATCH_CTX(ZK_CLAIM_WATCH), zk_data_cb, req);
-		break;
-	case ACT_READ_CLAIM:
-		if (e->phase == PHASE_TAKEOVER)
-			zk_trace("confirm-sent");
-		req = zk_req_new(zk, pt, ZK_CLAIM_DATA, NULL);
-		rc = zoo_aget(zk->zh, pt->path, 0, zk_data_cb, req);
-		break;
-	case ACT_WATCH_SELF:
-		rc = zk_watch_node(zk, pt, a->name, ZK_SELF_SET, ZK_SELF_WATCH, &req);
-		break;
-	case ACT_READ_SUCCESSOR:
-		req = zk_req_new(zk, pt, ZK_SUCCESSOR, a->name);
-		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
-			rc = ZBADARGUMENTS;
-		else
-			rc = zoo_aget(zk->zh, path, 0, zk_data_cb, req);
-		break;
-	case ACT_CHECK_AHEAD:
-		req = zk_req_new(zk, pt, ZK_AHEAD, a->name);
-		if (zk_node_path(pt, a->name, path, sizeof(path)) == -1)
-			rc = ZBADARGUMENTS;
-		else
-			rc = zoo_aexists(zk->zh, path, 0, zk_stat_cb, req);
-		break;
 	case ACT_KICK:
 		/* Partitions ask together: one kick moves the connection. */
 		if (agent->parts != NULL && zk->last_kick_at != 0 &&
@@ -1598,8 +1523,53 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 		 */
 		zk_exit(zk, e->release_succ ? ELECTION_RELEASE_LINGER_MS : 0);
 		return;
+	default:
+		break;
 	}
-	if (rc != ZOK && req != NULL)
+
+	/* The calls: zkplan.c, which the simulator runs too. */
+	rc = zkplan_build(a, pt->path, pt->prefix, e->uuid, &plan);
+	if (plan.what == ZKF_NONE)
+		return;
+	req = zk_req_new(zk, pt, zk_plan_kinds[plan.what], plan.name);
+	if (rc == -1) {
+		/* config keeps paths short enough; never sent cut short */
+		log_error("zookeeper: a path under %s too long; not sent",
+		    pt->path);
+		zk_refused(zk, req, ZBADARGUMENTS);
+		return;
+	}
+	switch (a->type) {
+	case ACT_CREATE_PARENT:
+		if (pt->e->no_chroot)	/* said once already */
+			log_debug("election: creating the election path %s",
+			    pt->path);
+		else
+			log_info("election: creating the election path %s",
+			    pt->path);
+		break;
+	case ACT_CREATE:
+		log_debug("election: creating %s", plan.calls[0].path);
+		break;
+	case ACT_CLAIM:
+		zk_trace("confirm-sent");
+		break;
+	case ACT_RELEASE:
+		zk_trace("release-sent");
+		log_info("election: releasing %s/%s%s%s", pt->path, a->name,
+		    a->successor[0] != '\0' ? "; naming the next leader " : "",
+		    a->successor);
+		break;
+	case ACT_WATCH_CLAIM:
+	case ACT_READ_CLAIM:
+		if (e->phase == PHASE_TAKEOVER)
+			zk_trace("confirm-sent");
+		break;
+	default:
+		break;
+	}
+	rc = zk_plan_run(zk, req, &plan);
+	if (rc != ZOK)
 		zk_refused(zk, req, rc);
 }
 

@@ -2,8 +2,9 @@
 /*
  * The agents: each runs the real election state machine on its own clock
  * (offset + rate x true time) and performs its actions as zk.c does:
- * the same calls, the same watch contexts, the same way of turning what
- * comes back into events, queued and applied in order by the loop. A
+ * the same plan of calls (agent/zkplan.c, which zk.c runs too), the same
+ * watch contexts, the same way of turning what comes back into events,
+ * queued and applied in order by the loop. A
  * paused agent applies nothing (its client does not run either) while
  * time goes on.
  */
@@ -15,6 +16,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "sim.h"
+#include "zkplan.h"
 
 #define STOP_GRACE_MS	5000	/* main.c */
 
@@ -379,36 +381,129 @@ driver_complete(struct handle *h, struct creq *r, int rc,
 
 /* --- Performing actions (zk_perform) --- */
 
-static struct creq *
-driver_req(struct agent *a, enum kind kind, enum zop type, const char *name)
-{
-	struct creq *r = calloc(1, sizeof(*r));
+/*
+ * The agents' election node. The model holds it and its children only: a
+ * path is a node's name under it, "" for itself, and the ancestors the
+ * plan creates first are not modelled (they exist).
+ */
+#define DRIVER_PATH	"/zkelect"
+#define DRIVER_PREFIX	DRIVER_PATH "/_c_"
 
-	if (r == NULL)
+static const char *
+driver_name(const char *path)
+{
+	size_t n = strlen(DRIVER_PATH);
+
+	if (strncmp(path, DRIVER_PATH, n) != 0 ||
+	    (path[n] != '\0' && path[n] != '/'))
 		abort();
-	r->kind = kind;
-	r->gen = a->e.gen;
-	snprintf(r->name, sizeof(r->name), "%s", name != NULL ? name : "");
-	r->req.kind = kind;
-	r->req.type = type;
-	r->req.nops = 1;
-	r->req.op[0].type = type;
-	snprintf(r->req.op[0].name, sizeof(r->req.op[0].name), "%s",
-	    name != NULL ? name : "");
-	return r;
+	return path[n] == '\0' ? "" : path + n + 1;
 }
 
+/* zk.c's kinds (zk_plan_kinds) and watch contexts (zk_plan_watches). */
+static const enum kind driver_kinds[] = {
+	[ZKF_NONE] = K_NONE, [ZKF_PARENT] = K_PARENT, [ZKF_CREATE] = K_CREATE,
+	[ZKF_LIST] = K_LIST, [ZKF_PRED_SET] = K_PRED_SET,
+	[ZKF_OWNER] = K_OWNER, [ZKF_CLAIM] = K_CLAIM, [ZKF_RENEW] = K_RENEW,
+	[ZKF_CLAIM_DATA] = K_CLAIM_DATA, [ZKF_SUCCESSOR] = K_SUCCESSOR,
+	[ZKF_RELEASE] = K_RELEASE, [ZKF_SELF_SET] = K_SELF_SET,
+	[ZKF_AHEAD] = K_AHEAD,
+};
+
+static const enum wctx driver_watches[] = {
+	[ZKW_NONE] = W_NONE, [ZKW_PRED] = W_PRED, [ZKW_SELF] = W_SELF,
+	[ZKW_CLAIM] = W_CLAIM, [ZKW_CHILDREN] = W_CHILD,
+};
+
 static void
-driver_op(struct zop_one *op, enum zop type, const char *name,
+driver_op(struct zop_one *op, enum zop type, const char *path,
     const char *data, int datalen)
 {
 	op->type = type;
-	snprintf(op->name, sizeof(op->name), "%s", name);
+	snprintf(op->name, sizeof(op->name), "%s", driver_name(path));
 	if (datalen > (int)sizeof(op->data))
 		abort();
 	if (datalen > 0)
 		memcpy(op->data, data, (size_t)datalen);
 	op->datalen = datalen;
+}
+
+/* One call of a plan as the model's request (zk_plan_send). */
+static struct creq *
+driver_req(struct agent *a, const struct zkplan *p,
+    const struct zkplan_call *c)
+{
+	static const enum zop zops[] = {
+		[ZKC_CREATE] = ZOP_CREATE_PARENT, [ZKC_CREATE_SEQ] = ZOP_CREATE,
+		[ZKC_SYNC] = ZOP_SYNC, [ZKC_GET] = ZOP_GET,
+		[ZKC_EXISTS] = ZOP_EXISTS, [ZKC_CHILDREN] = ZOP_CHILDREN,
+		[ZKC_MULTI] = ZOP_MULTI,
+	};
+	static const enum zop items[] = {
+		[ZKI_CHECK] = ZOP_CHECK, [ZKI_SET] = ZOP_SET,
+		[ZKI_DELETE] = ZOP_DELETE,
+	};
+	struct creq *r = calloc(1, sizeof(*r));
+	int i;
+
+	if (r == NULL)
+		abort();
+	/* The model creates only the election node (ZOP_CREATE_PARENT). */
+	if (c->type == ZKC_CREATE && strcmp(c->path, DRIVER_PATH) != 0)
+		abort();
+	r->kind = c->answers ? driver_kinds[p->what] :
+	    c->type == ZKC_SYNC ? K_SYNC : K_NONE;
+	r->gen = a->e.gen;
+	snprintf(r->name, sizeof(r->name), "%s", p->name);
+	r->req.kind = r->kind;
+	r->req.type = zops[c->type];
+	r->req.nops = 1;
+	driver_op(&r->req.op[0], zops[c->type], c->path, c->data, c->datalen);
+	if (c->type == ZKC_MULTI) {
+		for (i = 0; i < c->nitems; i++)
+			driver_op(&r->req.op[i], items[c->items[i].type],
+			    c->items[i].path, c->items[i].data,
+			    c->items[i].datalen);
+		r->req.nops = c->nitems;
+	}
+	if (c->watch != ZKW_NONE) {
+		r->req.watch = true;
+		r->wctx = driver_watches[c->watch];
+		r->child_watch = c->type == ZKC_CHILDREN;
+	}
+	return r;
+}
+
+/*
+ * Submits the calls of action x's plan (agent/zkplan.c), in order, as
+ * zk_plan_run does; the model's client refuses nothing. Several answering
+ * calls (the renewal) share one aggregate: the last to complete reports.
+ */
+static void
+driver_plan(struct agent *a, const struct election_action *x)
+{
+	struct zkplan plan;
+	struct agg *g = NULL;
+	struct creq *r;
+	int i, sub = 0;
+
+	if (zkplan_build(x, DRIVER_PATH, DRIVER_PREFIX, a->e.uuid, &plan) == -1)
+		abort();	/* the model's names are short */
+	if (zkplan_answers(&plan) > 1) {
+		g = calloc(1, sizeof(*g));
+		if (g == NULL)
+			abort();
+		g->refs = zkplan_answers(&plan);
+		g->failed_op = -1;
+	}
+	for (i = 0; i < plan.ncalls; i++) {
+		r = driver_req(a, &plan, &plan.calls[i]);
+		if (g != NULL && plan.calls[i].answers) {
+			r->agg = g;
+			r->sub = r->req.sub = sub++;
+		}
+		client_submit(a->h, r);
+	}
 }
 
 static void notified_cb(void *p, uint64_t incarnation);
@@ -434,96 +529,23 @@ static void
 driver_perform(struct agent *a, const struct election_action *x)
 {
 	struct handle *h = a->h;
-	char path[ELECTION_NAME_MAX];
-	struct creq *r, *r2;
-	struct agg *g;
-	int i, n;
 
 	switch (x->type) {
 	case ACT_CREATE_PARENT:
-		r = driver_req(a, K_PARENT, ZOP_CREATE_PARENT, "");
-		client_submit(h, r);
-		break;
 	case ACT_CREATE:
-		r = driver_req(a, K_CREATE, ZOP_CREATE, NULL);
-		snprintf(path, sizeof(path), "_c_%s-latch-", a->e.uuid);
-		driver_op(&r->req.op[0], ZOP_CREATE, path, x->data, x->datalen);
-		client_submit(h, r);
-		break;
 	case ACT_LIST:
 	case ACT_WATCH_CHILDREN:
-		if (x->type == ACT_LIST && x->sync)
-			client_submit(h, driver_req(a, K_SYNC, ZOP_SYNC, ""));
-		r = driver_req(a, K_LIST, ZOP_CHILDREN, "");
-		if (x->type == ACT_WATCH_CHILDREN) {
-			r->req.watch = true;
-			r->wctx = W_CHILD;
-			r->child_watch = true;
-		}
-		client_submit(h, r);
-		break;
 	case ACT_WATCH_PRED:
 	case ACT_WATCH_SELF:
-		r = driver_req(a, x->type == ACT_WATCH_PRED ? K_PRED_SET :
-		    K_SELF_SET, ZOP_GET, x->name);
-		r->req.watch = true;
-		r->wctx = x->type == ACT_WATCH_PRED ? W_PRED : W_SELF;
-		client_submit(h, r);
-		break;
 	case ACT_GET_OWNER:
-		client_submit(h, driver_req(a, K_OWNER, ZOP_EXISTS, x->name));
-		break;
 	case ACT_CLAIM:
-		r = driver_req(a, K_CLAIM, ZOP_MULTI, x->name);
-		r->req.nops = 2;
-		driver_op(&r->req.op[0], ZOP_CHECK, x->name, NULL, 0);
-		driver_op(&r->req.op[1], ZOP_SET, "", x->data, x->datalen);
-		client_submit(h, r);
-		break;
 	case ACT_RELEASE:
-		r = driver_req(a, K_RELEASE, ZOP_MULTI, x->name);
-		n = 0;
-		if (x->successor[0] != '\0')
-			driver_op(&r->req.op[n++], ZOP_CHECK, x->successor, NULL,
-			    0);
-		driver_op(&r->req.op[n++], ZOP_DELETE, x->name, NULL, 0);
-		if (x->write_claim)
-			driver_op(&r->req.op[n++], ZOP_SET, "", x->data,
-			    x->datalen);
-		r->req.nops = n;
-		client_submit(h, r);
-		break;
 	case ACT_RENEW:
-		/* zk_renew: sync, exists own node, get the election node. */
-		g = calloc(1, sizeof(*g));
-		if (g == NULL)
-			abort();
-		g->refs = 3;
-		g->failed_op = -1;
-		for (i = 0; i < 3; i++) {
-			r2 = driver_req(a, K_RENEW, i == 0 ? ZOP_SYNC : i == 1 ?
-			    ZOP_EXISTS : ZOP_GET, i == 1 ? x->name : "");
-			snprintf(r2->name, sizeof(r2->name), "%s", x->name);
-			r2->agg = g;
-			r2->sub = i;
-			r2->req.sub = i;
-			client_submit(h, r2);
-		}
-		break;
 	case ACT_WATCH_CLAIM:
-		r = driver_req(a, K_CLAIM_DATA, ZOP_GET, "");
-		r->req.watch = true;
-		r->wctx = W_CLAIM;
-		client_submit(h, r);
-		break;
 	case ACT_READ_CLAIM:
-		client_submit(h, driver_req(a, K_CLAIM_DATA, ZOP_GET, ""));
-		break;
 	case ACT_CHECK_AHEAD:
-		client_submit(h, driver_req(a, K_AHEAD, ZOP_EXISTS, x->name));
-		break;
 	case ACT_READ_SUCCESSOR:
-		client_submit(h, driver_req(a, K_SUCCESSOR, ZOP_GET, x->name));
+		driver_plan(a, x);
 		break;
 	case ACT_KICK:
 		sim_trace("%s: kicks its connection", a->id);

@@ -8,7 +8,9 @@
  * applied the request. The three scenarios of issue 14 are in the mix.
  * The ensemble keeps a quorum: at most (n-1)/2 voting followers are
  * impaired at a time; the ZooKeeper leader is never stopped, but with
- * --shape deposed it is cut off from the quorum (or fails) and replaced.
+ * --shape deposed it is cut off from the quorum (or fails) and replaced,
+ * and with --shape failover its process exits or its host stops (fault
+ * 17) and a new leader takes over.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +23,7 @@ enum fault_kind {
 	F_PAUSE, F_PART_AGENT, F_PART_FOLLOWER, F_STOP_FOLLOWER, F_WORST,
 	F_LOSE_REPLY, F_DROP_CONN, F_LAG, F_RESIGN, F_STOP, F_CRASH,
 	F_ISOLATE, F_RESIGN_UNRESOLVED, F_STOP_RECONNECT, F_LAGGING_CREATE,
-	F_WORST_DELAYED, F_DEPOSE, F_KINDS,
+	F_WORST_DELAYED, F_DEPOSE, F_LEADER_FAIL, F_KINDS,
 };
 
 static const char *const fault_names[] = {
@@ -30,12 +32,14 @@ static const char *const fault_names[] = {
 	"crash", "isolate", "resign with create unresolved",
 	"stop then reconnect", "lost create through a lagging server",
 	"worst case after a short cut", "the ZooKeeper leader deposed",
+	"the ZooKeeper leader fails",
 };
 
 /* How often each kind is drawn, out of the sum. */
 static const unsigned fault_weights[F_KINDS] = {
 	10, 8, 6, 6, 12, 8, 6, 5, 8, 5, 4, 4, 4, 4, 4, 6,
 	0,	/* F_DEPOSE: 10 with --shape deposed */
+	0,	/* F_LEADER_FAIL: 10 with --shape failover */
 };
 
 static unsigned
@@ -46,6 +50,8 @@ fault_weight(unsigned k)
 	/* Mixed limits: a new leader restores the creation timeout. */
 	if (k == F_DEPOSE && (S->shapes & SHAPE_SHRINK))
 		return 5;
+	if (k == F_LEADER_FAIL && (S->shapes & SHAPE_FAILOVER))
+		return 10;
 	return fault_weights[k];
 }
 
@@ -448,6 +454,22 @@ fault_fire_cb(void *p, uint64_t kind)
 			if (F.busy_until[i] < S->now + d + 600000)
 				F.busy_until[i] = S->now + d + 600000;
 		zk_depose(d, sim_chance(25));
+		fault_heal_at(S->now + d + 600000);
+		break;
+	}
+	case F_LEADER_FAIL: {
+		/* The ZooKeeper leader's process exits, or its host stops,
+		 * while every voter is well; it is back after d, as a
+		 * follower, once a new leader has taken over. */
+		stime limit = (stime)S->sync_limit * S->tick;
+
+		if (zk_leaderless() || fault_busy_voters(-1) > 0)
+			break;
+		d = limit + 3 * S->tick + 600000 + sim_range(0, 2 * S->T);
+		for (i = 0; i < S->nservers; i++)
+			if (F.busy_until[i] < S->now + d + 600000)
+				F.busy_until[i] = S->now + d + 600000;
+		zk_leader_fail(d, sim_chance(50));
 		fault_heal_at(S->now + d + 600000);
 		break;
 	}

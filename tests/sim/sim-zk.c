@@ -29,6 +29,10 @@
  *   revalidation touches with the timeout negotiated on its connection;
  * - with --shape relay observers report touches through an ObserverMaster
  *   follower, a report later, lost if it is not serving.
+ * - with --shape failover the leader's process exits (its sockets close:
+ *   clients and followers see it at once) or its host stops (nobody hears
+ *   anything); the new leader's tracker starts afresh as above, its ticks
+ *   at another phase, and the old one rejoins as a follower.
  * The tree is the election node and its children: all the agents use.
  */
 #include <stdio.h>
@@ -75,10 +79,12 @@ zk_serving(int s)
 	    S->servers[s].deposed;
 }
 
+/* The next tick boundary of the leader's clock after t (its ticks fall at
+ * tick_phase + k tick; tick_phase < tick <= t). */
 static stime
 zk_round_up(stime t)
 {
-	return (t / S->tick + 1) * S->tick;
+	return ((t - S->tick_phase) / S->tick + 1) * S->tick + S->tick_phase;
 }
 
 const struct ztree *
@@ -557,11 +563,13 @@ zk_session_holds_node(int64_t session)
 }
 
 static void
-zk_expiry_cb(void *p, uint64_t a)
+zk_expiry_cb(void *p, uint64_t gen)
 {
 	struct agent *ag;
 	int i;
 
+	if (gen != S->expiry_gen)
+		return;		/* a failed leader's ticks */
 	for (i = 0; i < S->nsessions && !S->leaderless; i++)
 		if (!S->sessions[i].closing && S->sessions[i].expiry <= S->now) {
 			ag = &S->agents[S->sessions[i].agent];
@@ -569,7 +577,7 @@ zk_expiry_cb(void *p, uint64_t a)
 				ag->expired_at = S->now;
 			zk_close_session(&S->sessions[i], -1, NULL, 0);
 		}
-	sim_at(S->now + S->tick, zk_expiry_cb, NULL, 0);
+	sim_at(S->now + S->tick, zk_expiry_cb, NULL, gen);
 }
 
 static const char *
@@ -1557,6 +1565,14 @@ zk_elected_cb(void *p, uint64_t a)
 			free(w);
 		}
 	}
+	if (S->leader_failed) {
+		/* Another process: its ticks (ExpiryQueue's intervals, on its
+		 * own clock) fall at another phase. */
+		S->leader_failed = false;
+		S->tick_phase = sim_below((uint64_t)S->tick);
+		S->expiry_gen++;
+		sim_at(zk_round_up(S->now), zk_expiry_cb, NULL, S->expiry_gen);
+	}
 	for (i = 0; i < S->nsessions; i++) {
 		z = &S->sessions[i];
 		if (z->closing)
@@ -1593,20 +1609,13 @@ zk_maybe_elect(void)
 	sim_at(S->now + sim_range(50000, 600000), zk_elected_cb, NULL, 0);
 }
 
-/*
- * The ZooKeeper leader is cut off from every other server for duration
- * (crash: it fails, closing its clients). Cut off, it goes on answering
- * reads and syncs (not writes, which never commit) of the clients still
- * connected to it, until a tick after a new leader took over.
- */
-void
-zk_depose(stime duration, bool crash)
+/* The ZooKeeper leader is gone (deposed or failed): counted, and the
+ * ensemble has no leader until an election. */
+static void
+zk_leader_gone(void)
 {
 	int L = S->leader, i;
-	struct server *sv = &S->servers[L];
 
-	if (S->leaderless)
-		return;
 	S->leaderless = true;
 	S->st.depositions++;
 	S->last_depose_at = S->now;
@@ -1617,6 +1626,23 @@ zk_depose(stime duration, bool crash)
 		    S->agents[i].h->conn->server == L &&
 		    S->agents[i].e.role == ELECTION_LEADER)
 			S->st.depositions_under++;
+}
+
+/*
+ * The ZooKeeper leader is cut off from every other server for duration
+ * (crash: it fails, closing its clients). Cut off, it goes on answering
+ * reads and syncs (not writes, which never commit) of the clients still
+ * connected to it, until a tick after a new leader took over.
+ */
+void
+zk_depose(stime duration, bool crash)
+{
+	int L = S->leader;
+	struct server *sv = &S->servers[L];
+
+	if (S->leaderless)
+		return;
+	zk_leader_gone();
 	sv->part_leader = true;
 	sim_trace("zk s%d: the ZooKeeper leader %s for %llu ms", L,
 	    crash ? "FAILS" : "is CUT OFF from the quorum",
@@ -1630,4 +1656,77 @@ zk_depose(stime duration, bool crash)
 	}
 	sv->deposed = true;
 	sv->dep_hang = S->nlog > 0 && S->log[S->nlog - 1].zxid > S->committed;
+}
+
+/* --- The ZooKeeper leader fails (fault 17) --- */
+
+/*
+ * The failed leader is back (its process restarted, or its host): it
+ * knows none of its old connections (a restarted host resets them) and
+ * rejoins the new leader as a follower. It stays away until it has been
+ * replaced.
+ */
+static void
+zk_leader_back_cb(void *p, uint64_t s)
+{
+	struct server *sv = &S->servers[s];
+	struct conn *c;
+
+	if (S->leaderless && (int)s == S->leader) {
+		sim_at(S->now + S->tick, zk_leader_back_cb, NULL, s);
+		return;
+	}
+	sim_trace("zk s%d: the failed leader is back; rejoins as a follower",
+	    (int)s);
+	sv->stopped = false;
+	sv->part_leader = false;
+	sv->serving = true;	/* for zk_go_looking */
+	zk_go_looking((int)s);	/* closes what was left of its connections */
+	sv->in_quorum = false;
+	/* What the clients had sent it meets a closed connection. */
+	for (c = S->conns; c != NULL; c = c->all_next)
+		if (c->server == (int)s)
+			chan_release(&c->c2s, true);
+}
+
+/*
+ * The ZooKeeper leader fails for duration:
+ * - its process exits (host false): the kernel closes its sockets, so its
+ *   clients and the followers see it at once; the followers look for a new
+ *   leader at once, and an election follows;
+ * - its host stops (host true): nothing is closed. Its clients hear
+ *   nothing and give up after their timeout (2T/3); the followers hear no
+ *   ping for syncLimit ticks, then look.
+ * The new leader is another process: its session tracker starts afresh
+ * (zk_elected_cb: every session expires a whole creation timeout after it
+ * takes over; touches that the followers had not reported yet, and those
+ * the old leader took, are gone), and its ticks fall at another phase.
+ * The old one, back, rejoins as a follower.
+ */
+void
+zk_leader_fail(stime duration, bool host)
+{
+	int L = S->leader, i;
+	struct server *sv = &S->servers[L];
+
+	if (S->leaderless)
+		return;
+	zk_leader_gone();
+	S->leader_failed = true;
+	sim_trace("zk s%d: the ZooKeeper leader's %s FAILS for %llu ms", L,
+	    host ? "host" : "process", (unsigned long long)(duration / 1000));
+	sim_at(S->now + duration, zk_leader_back_cb, NULL, (uint64_t)L);
+	sv->part_leader = true;	/* nothing passes to or from the others */
+	if (host) {
+		sv->stopped = true;
+		sv->stopped_at = S->now;
+		return;
+	}
+	sv->serving = true;
+	zk_go_looking(L);
+	sv->in_quorum = false;
+	for (i = 0; i < S->nservers; i++)
+		if (i != L && S->servers[i].serving && !S->servers[i].stopped)
+			zk_go_looking(i);
+	zk_maybe_elect();
 }

@@ -586,7 +586,7 @@ usage(void)
 	    "  --completions-first  on connection loss, fail the calls before\n"
 	    "                 the CONNECTING event (zookeeper.c does the reverse)\n"
 	    "  --shape S[,S]  shapes of deployment (repeatable): shrink, relay,\n"
-	    "                 tick-half, deposed, all (README.md)\n"
+	    "                 tick-half, deposed, failover, all (README.md)\n"
 	    "  --expect-margin-failure  exit 0 only if some takeover came closer\n"
 	    "                 than the margin (or two leaders were at once)\n"
 	    "  --safety-only  count liveness failures (nobody leads) and go on\n");
@@ -600,8 +600,9 @@ parse_shapes(const char *arg)
 	static const struct { const char *name; unsigned bit; } names[] = {
 		{ "shrink", SHAPE_SHRINK }, { "relay", SHAPE_RELAY },
 		{ "tick-half", SHAPE_TICK_HALF }, { "deposed", SHAPE_DEPOSED },
+		{ "failover", SHAPE_FAILOVER },
 		{ "all", SHAPE_SHRINK | SHAPE_RELAY | SHAPE_TICK_HALF |
-		    SHAPE_DEPOSED },
+		    SHAPE_DEPOSED | SHAPE_FAILOVER },
 	};
 	char buf[256], *tok, *save;
 	size_t i;

@@ -301,6 +301,7 @@ void	 zk_server_stop(int s, stime duration);
 void	 zk_server_partition(int s, stime duration);
 void	 zk_server_close_conn(struct conn *c, bool eof);
 void	 zk_depose(stime duration, bool crash);
+void	 zk_leader_fail(stime duration, bool host);
 bool	 zk_leaderless(void);
 int	 zk_leader(void);
 struct txn *zk_txn(int64_t zxid);
@@ -536,6 +537,12 @@ struct sim {
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */
+	bool		 leader_failed;	/* zk_leader_fail: the next leader is
+					   another process, its ticks at
+					   another phase */
+	stime		 tick_phase;	/* the leader's tick boundaries are
+					   tick_phase + k tick */
+	uint64_t	 expiry_gen;	/* of the leader's expiry ticks */
 	int		 nvoters;	/* servers that are not observers */
 
 	struct server	 servers[SIM_SERVERS_MAX];
@@ -573,6 +580,8 @@ extern struct sim *S;
 #define SHAPE_RELAY	0x2	/* observers behind an ObserverMaster */
 #define SHAPE_TICK_HALF	0x4	/* tickTime = T/2 */
 #define SHAPE_DEPOSED	0x8	/* the ZooKeeper leader deposed or failed */
+#define SHAPE_FAILOVER	0x10	/* the ZooKeeper leader's process or host
+				   fails (fault 17) */
 
 static inline int64_t
 zxid_of(int idx)
