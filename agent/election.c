@@ -110,6 +110,21 @@ election_phase_name(enum election_phase p)
 	return names[p];
 }
 
+/*
+ * Every change of phase goes through here, so that a step's path through
+ * the phases is kept (e->trail, reset by each election_step) for the
+ * driver to log.
+ */
+static void
+election_phase(struct election *e, enum election_phase p)
+{
+	if (e->phase == p)
+		return;
+	if (e->trail_n < ELECTION_TRAIL_MAX)
+		e->trail[e->trail_n++] = (uint8_t)p;
+	e->phase = p;
+}
+
 const char *
 election_server_name(enum election_server s)
 {
@@ -469,7 +484,7 @@ election_retry(struct election *e, struct election_actions *out)
 		election_lose_standing(e, REASON_REQUEST_FAILED, out);
 	election_backoff(e);
 	e->next_renew = 0;
-	e->phase = PHASE_IDLE;
+	election_phase(e, PHASE_IDLE);
 }
 
 void
@@ -486,7 +501,7 @@ election_init(struct election *e, const char *id, const char *value,
 	e->candidate = candidate;
 	e->renew_div = 6;
 	e->session = SESSION_CONNECTING;
-	e->phase = PHASE_IDLE;
+	election_phase(e, PHASE_IDLE);
 	e->role = ELECTION_UNKNOWN;
 	e->position = -1;
 	e->gen = 1;
@@ -535,7 +550,7 @@ election_recreate(struct election *e, struct election_actions *out)
 		return;
 	}
 	election_backoff(e);
-	e->phase = PHASE_IDLE;
+	election_phase(e, PHASE_IDLE);
 }
 
 /* The renewals (and so the lease) run while we lead or are next in line. */
@@ -642,7 +657,7 @@ election_on_session(struct election *e, const struct election_event *ev,
 				election_let_go(e, out);
 				return;
 			}
-			e->phase = PHASE_STOPPED;
+			election_phase(e, PHASE_STOPPED);
 			election_push(e, out, ACT_EXIT, NULL);
 			return;
 		}
@@ -664,15 +679,15 @@ election_on_session(struct election *e, const struct election_event *ev,
 		election_lose(e, ELECTION_UNKNOWN, REASON_SESSION_EXPIRED, out);
 		election_forget_session(e);
 		if (e->stopping) {
-			e->phase = PHASE_STOPPED;
+			election_phase(e, PHASE_STOPPED);
 			election_push(e, out, ACT_EXIT, NULL);
 			return;
 		}
 		/* A resign's hold outlives the session; the node did not. */
 		if (e->phase == PHASE_DELETING)
-			e->phase = PHASE_HOLDING;
+			election_phase(e, PHASE_HOLDING);
 		else if (e->phase != PHASE_HOLDING && e->phase != PHASE_RELEASING)
-			e->phase = PHASE_IDLE;
+			election_phase(e, PHASE_IDLE);
 		e->session = SESSION_CONNECTING;
 		election_push(e, out, ACT_NEW_SESSION, NULL);
 		return;
@@ -681,12 +696,12 @@ election_on_session(struct election *e, const struct election_event *ev,
 		election_lose(e, ELECTION_UNKNOWN, REASON_AUTH_FAILED, out);
 		election_forget_session(e);
 		if (e->stopping) {
-			e->phase = PHASE_STOPPED;
+			election_phase(e, PHASE_STOPPED);
 			election_push(e, out, ACT_EXIT, NULL);
 			return;
 		}
 		if (e->phase != PHASE_RELEASING && e->phase != PHASE_HOLDING)
-			e->phase = PHASE_IDLE;
+			election_phase(e, PHASE_IDLE);
 		e->retry_at = ev->now + BACKOFF_MAX_MS;
 		return;
 	default:
@@ -716,10 +731,10 @@ election_on_session(struct election *e, const struct election_event *ev,
 		e->term_epoch = 0;
 		if (e->phase != PHASE_HOLDING && e->phase != PHASE_RELEASING &&
 		    e->phase != PHASE_DELETING)
-			e->phase = PHASE_IDLE;
+			election_phase(e, PHASE_IDLE);
 		/* Stopping without a connection: the node goes with the session. */
 		if (e->stopping && e->phase != PHASE_RELEASING) {
-			e->phase = PHASE_STOPPED;
+			election_phase(e, PHASE_STOPPED);
 			election_push(e, out, ACT_EXIT, NULL);
 		}
 		return;
@@ -738,11 +753,11 @@ election_rejoin(struct election *e, struct election_actions *out)
 		/* Out of the queue until a server where a lease can be earned
 		 * says so (EV_SERVER follows every connect). */
 		e->off_queue = true;
-		e->phase = PHASE_HOLDING;
+		election_phase(e, PHASE_HOLDING);
 		return;
 	}
 	if (!e->candidate) {
-		e->phase = PHASE_OBSERVING;
+		election_phase(e, PHASE_OBSERVING);
 		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
@@ -756,7 +771,7 @@ election_rejoin(struct election *e, struct election_actions *out)
 			election_release(e, REASON_NOT_ASSIGNED, out);
 			return;
 		}
-		e->phase = PHASE_HOLDING;	/* until assigned */
+		election_phase(e, PHASE_HOLDING);	/* until assigned */
 		return;
 	}
 	/*
@@ -768,7 +783,7 @@ election_rejoin(struct election *e, struct election_actions *out)
 		election_create(e, out);
 		return;
 	}
-	e->phase = PHASE_LISTING;
+	election_phase(e, PHASE_LISTING);
 	a = election_push(e, out, ACT_LIST, NULL);
 	a->sync = e->node[0] == '\0';
 }
@@ -781,7 +796,7 @@ election_create(struct election *e, struct election_actions *out)
 	if (e->uuid[0] == '\0')
 		election_new_uuid(e);
 	e->node[0] = '\0';
-	e->phase = PHASE_CREATING;
+	election_phase(e, PHASE_CREATING);
 	a = election_push(e, out, ACT_CREATE, NULL);
 	a->data = e->claim_data;
 	a->datalen = e->claim_datalen;
@@ -798,7 +813,7 @@ election_on_created(struct election *e, const struct election_event *ev,
 	if (ev->rc == ZOK && ev->name != NULL && ev->owner != e->session_id) {
 		/* Rule 3: not ours to claim with (cannot happen unless the
 		 * session changed under us); leave it and look again. */
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc == ZOK && ev->name != NULL) {
 		slash = strrchr(ev->name, '/');
@@ -811,15 +826,15 @@ election_on_created(struct election *e, const struct election_event *ev,
 		snprintf(e->node, sizeof(e->node), "%s", slash);
 		e->node_czxid = ev->czxid;
 		e->self_watched = false;
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc == ZNONODE) {
 		/* Rule 9: the election path is gone; make it again. */
-		e->phase = PHASE_PARENT;
+		election_phase(e, PHASE_PARENT);
 		election_push(e, out, ACT_CREATE_PARENT, NULL);
 	} else if (ev->rc == ZCONNECTIONLOSS || ev->rc == ZOPERATIONTIMEOUT) {
 		/* Outcome unknown (rule 6): reconnecting will list first. */
-		e->phase = PHASE_IDLE;
+		election_phase(e, PHASE_IDLE);
 	} else
 		election_retry(e, out);
 }
@@ -836,7 +851,7 @@ election_on_parent(struct election *e, const struct election_event *ev,
 		if (e->candidate)
 			election_create(e, out);
 		else {
-			e->phase = PHASE_OBSERVING;
+			election_phase(e, PHASE_OBSERVING);
 			election_push(e, out, ACT_LIST, NULL);
 		}
 	} else
@@ -952,7 +967,7 @@ election_evaluate(struct election *e, char **sorted, int n,
 			if (strncmp(sorted[i], uuidtag, strlen(uuidtag)) == 0)
 				found = sorted[i];
 		if (found != NULL) {
-			e->phase = PHASE_ADOPTING;
+			election_phase(e, PHASE_ADOPTING);
 			election_push(e, out, ACT_GET_OWNER, found);
 		} else
 			election_create(e, out);
@@ -987,7 +1002,7 @@ election_evaluate(struct election *e, char **sorted, int n,
 	    false, out);
 	e->term_epoch = 0;
 	snprintf(e->predecessor, sizeof(e->predecessor), "%s", sorted[mine - 1]);
-	e->phase = PHASE_WATCHING;
+	election_phase(e, PHASE_WATCHING);
 	election_push(e, out, ACT_WATCH_PRED, e->predecessor);
 	/* Next in line: keep a lease ready, so a takeover needs no round trip
 	 * of its own. */
@@ -1039,7 +1054,7 @@ election_on_children(struct election *e, const struct election_event *ev,
 		e->uuid[0] = '\0';	/* nothing created under it yet */
 		e->next_renew = 0;
 		e->claim_owed = true;
-		e->phase = PHASE_PARENT;
+		election_phase(e, PHASE_PARENT);
 		election_push(e, out, ACT_CREATE_PARENT, NULL);
 		return;
 	}
@@ -1112,7 +1127,7 @@ election_on_owner(struct election *e, const struct election_event *ev,
 		snprintf(e->node, sizeof(e->node), "%s", ev->name);
 		e->node_czxid = ev->czxid;
 		e->self_watched = false;
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
@@ -1135,7 +1150,7 @@ election_on_pred_set(struct election *e, const struct election_event *ev,
 		return;
 	/* Rule 5: gone before the watch was set; look again. */
 	if (ev->rc == ZNONODE) {
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 	} else if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZSESSIONEXPIRED &&
 	    ev->rc != ZCLOSING && ev->rc != ZOPERATIONTIMEOUT)
@@ -1154,7 +1169,7 @@ election_on_pred_changed(struct election *e, const struct election_event *ev,
 	    ev->name == NULL || strcmp(ev->name, e->predecessor) != 0)
 		return;
 	if (!ev->deleted) {
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
@@ -1190,7 +1205,7 @@ election_takeover(struct election *e, struct election_actions *out)
 	if (e->phase == PHASE_TAKEOVER || e->phase == PHASE_CLAIMING)
 		return;
 	election_next_gen(e);
-	e->phase = PHASE_TAKEOVER;
+	election_phase(e, PHASE_TAKEOVER);
 	e->term_epoch = 0;
 	election_schedule_renewals(e, true);
 	election_watch_claim(e, out);
@@ -1226,7 +1241,7 @@ election_try_lead(struct election *e, enum election_reason reason,
 		return;
 	}
 	e->epoch_behind = false;
-	e->phase = PHASE_LEADING;
+	election_phase(e, PHASE_LEADING);
 	e->epoch = e->term_epoch;
 	e->term_epoch = 0;
 	e->riding_since = 0;
@@ -1254,7 +1269,7 @@ election_claim(struct election *e, struct election_actions *out)
 {
 	struct election_action *a;
 
-	e->phase = PHASE_CLAIMING;
+	election_phase(e, PHASE_CLAIMING);
 	e->claim_inflight = true;
 	e->claim_sent = e->now;		/* the claim is a round trip too */
 	a = election_push(e, out, ACT_CLAIM, e->node);
@@ -1457,7 +1472,7 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 		 * and our term disagree. Stop, and look again. */
 		election_lose(e, ELECTION_UNKNOWN, REASON_CLAIM_OVERWRITTEN, out);
 		election_next_gen(e);
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 		return;
 	}
@@ -1540,7 +1555,7 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			election_lose(e, ELECTION_UNKNOWN,
 			    REASON_CLAIM_OVERWRITTEN, out);
 			election_next_gen(e);
-			e->phase = PHASE_LISTING;
+			election_phase(e, PHASE_LISTING);
 			election_push(e, out, ACT_LIST, NULL);
 			return;
 		}
@@ -1565,7 +1580,7 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 			/* Named, then written over before we led: look again. */
 			e->term_epoch = 0;
 			election_next_gen(e);
-			e->phase = PHASE_LISTING;
+			election_phase(e, PHASE_LISTING);
 			election_push(e, out, ACT_LIST, NULL);
 			return;
 		}
@@ -1635,15 +1650,15 @@ election_let_go(struct election *e, struct election_actions *out)
 	if (e->session != SESSION_CONNECTED) {
 		if (e->stopping) {
 			/* Without a connection the node goes with the session. */
-			e->phase = PHASE_STOPPED;
+			election_phase(e, PHASE_STOPPED);
 			election_push(e, out, ACT_EXIT, NULL);
 		} else if (e->node[0] != '\0' || e->uuid[0] != '\0')
-			e->phase = PHASE_DELETING;	/* once reconnected */
+			election_phase(e, PHASE_DELETING);	/* once reconnected */
 		else
-			e->phase = PHASE_HOLDING;
+			election_phase(e, PHASE_HOLDING);
 		return;
 	}
-	e->phase = PHASE_DELETING;
+	election_phase(e, PHASE_DELETING);
 	if (e->node[0] != '\0') {
 		election_push_release(e, out);
 	} else if (e->uuid[0] != '\0') {
@@ -1651,10 +1666,10 @@ election_let_go(struct election *e, struct election_actions *out)
 		 * it by uuid, so that no node of ours blocks the queue. */
 		election_push(e, out, ACT_LIST, NULL)->sync = true;
 	} else if (e->stopping) {
-		e->phase = PHASE_STOPPED;
+		election_phase(e, PHASE_STOPPED);
 		election_push(e, out, ACT_EXIT, NULL);
 	} else
-		e->phase = PHASE_HOLDING;
+		election_phase(e, PHASE_HOLDING);
 }
 
 /* Resign or stop: tell the app first, then let the node go (rule 10). */
@@ -1669,7 +1684,7 @@ election_release(struct election *e, enum election_reason reason,
 	e->term_epoch = 0;
 	e->release_claim = leading && e->phase == PHASE_LEADING;
 	if (leading) {
-		e->phase = PHASE_RELEASING;
+		election_phase(e, PHASE_RELEASING);
 		election_set_role(e, e->stopping ? ELECTION_UNKNOWN :
 		    ELECTION_FOLLOWER, reason, true, out);
 		return;
@@ -1685,7 +1700,7 @@ election_release(struct election *e, enum election_reason reason,
 		 * hook runs, its child stops. Our node, which may have
 		 * outlived that term, goes only after (rule 10).
 		 */
-		e->phase = PHASE_RELEASING;
+		election_phase(e, PHASE_RELEASING);
 		return;
 	}
 	election_let_go(e, out);
@@ -1701,10 +1716,10 @@ election_released(struct election *e, struct election_actions *out)
 	e->position = -1;
 	e->backoff_ms = 0;
 	if (e->stopping) {
-		e->phase = PHASE_STOPPED;
+		election_phase(e, PHASE_STOPPED);
 		election_push(e, out, ACT_EXIT, NULL);
 	} else {
-		e->phase = PHASE_HOLDING;
+		election_phase(e, PHASE_HOLDING);
 		if (e->release_succ &&
 		    e->hold_until < e->now + ELECTION_RELEASE_LINGER_MS)
 			e->hold_until = e->now + ELECTION_RELEASE_LINGER_MS;
@@ -1738,7 +1753,7 @@ election_on_released(struct election *e, const struct election_event *ev,
 	    ev->rc == ZSESSIONEXPIRED || ev->rc == ZCLOSING)
 		return;		/* reconnecting lets it go again */
 	if (e->stopping) {
-		e->phase = PHASE_STOPPED;	/* it goes with the session */
+		election_phase(e, PHASE_STOPPED);	/* it goes with the session */
 		election_push(e, out, ACT_EXIT, NULL);
 		return;
 	}
@@ -1766,10 +1781,10 @@ election_lapse(struct election *e, struct election_actions *out)
 	election_next_gen(e);
 	e->next_renew = 0;
 	if (e->session == SESSION_CONNECTED) {
-		e->phase = PHASE_LISTING;
+		election_phase(e, PHASE_LISTING);
 		election_push(e, out, ACT_LIST, NULL);
 	} else
-		e->phase = PHASE_IDLE;
+		election_phase(e, PHASE_IDLE);
 }
 
 /* A renewal is due at next_renew only in these states: the tick asks for
@@ -1873,7 +1888,7 @@ election_on_server(struct election *e, const struct election_event *ev,
 		/* A lease can be earned here: join again. */
 		e->off_queue = false;
 		if (e->phase == PHASE_HOLDING && e->now >= e->hold_until) {
-			e->phase = PHASE_IDLE;
+			election_phase(e, PHASE_IDLE);
 			election_rejoin(e, out);
 		}
 		return;
@@ -1929,7 +1944,7 @@ election_on_tick(struct election *e, struct election_actions *out)
 	}
 	if (e->phase == PHASE_HOLDING && now >= e->hold_until &&
 	    !e->off_queue && !e->parked) {
-		e->phase = PHASE_IDLE;
+		election_phase(e, PHASE_IDLE);
 		election_rejoin(e, out);
 		return;
 	}
@@ -2025,7 +2040,7 @@ election_on_assign(struct election *e, const struct election_event *ev,
 	if (e->parked || e->phase != PHASE_HOLDING || e->off_queue ||
 	    e->now < e->hold_until)
 		return;
-	e->phase = PHASE_IDLE;
+	election_phase(e, PHASE_IDLE);
 	election_rejoin(e, out);
 }
 
@@ -2238,6 +2253,7 @@ election_step(struct election *e, const struct election_event *ev,
 	struct election_report r;
 
 	e->now = ev->now;
+	e->trail_n = 0;
 	election_dispatch(e, ev, out);
 	election_report(e, &r);
 	if (memcmp(&r, &e->last, sizeof(r)) != 0) {

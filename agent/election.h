@@ -101,6 +101,8 @@ enum election_bar {
 #define ELECTION_SLOW_RUNS	2
 #define ELECTION_FAST_RUNS	3
 
+#define ELECTION_TRAIL_MAX	8
+
 enum election_phase {
 	PHASE_IDLE,		/* not connected, or waiting for a retry */
 	PHASE_PARENT,		/* creating the election path */
@@ -279,7 +281,11 @@ struct election {
 	uint64_t	 session_born;	/* the handle that made our session opened */
 
 	/* our place in the queue */
-	enum election_phase phase;
+	enum election_phase phase;	/* set by election_phase() only */
+	/* The phases the last step went through, in order (at most
+	 * ELECTION_TRAIL_MAX; the driver logs them). */
+	uint8_t		 trail[ELECTION_TRAIL_MAX];
+	int		 trail_n;
 	char		 uuid[ELECTION_UUID_LEN + 1];	/* "" = none yet */
 	char		 node[ELECTION_NAME_MAX];	/* "" = not known */
 	int64_t		 node_czxid;

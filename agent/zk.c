@@ -176,6 +176,7 @@ struct zk_member {
 };
 
 
+static void	zk_log_trail(struct part *, const struct election *);
 static void	zk_perform(struct zk *, struct part *,
 		    const struct election_action *);
 static void	zk_feed_part(struct zk *, struct part *,
@@ -1669,6 +1670,26 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 	}
 }
 
+/* At debug level, the phases a step went through ("listing > watching"). */
+static void
+zk_log_trail(struct part *pt, const struct election *before)
+{
+	const struct election *e = pt->e;
+	char buf[256];
+	size_t off;
+	int i;
+
+	if (e->trail_n == 0 || log_get_level() > LOG_DEBUG)
+		return;
+	off = (size_t)snprintf(buf, sizeof(buf), "%s",
+	    election_phase_name(before->phase));
+	for (i = 0; i < e->trail_n && off < sizeof(buf); i++)
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off, " > %s",
+		    election_phase_name((enum election_phase)e->trail[i]));
+	log_debug("election: %s%sphase %s", pt->name != NULL ? pt->name : "",
+	    pt->name != NULL ? ":" : "", buf);
+}
+
 /* Feeds the single election, or (partitions) every partition's. */
 void
 zk_feed(struct zk *zk, struct election_event *ev)
@@ -1697,6 +1718,7 @@ zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
 	memcpy(&before, e, sizeof(before));
 	election_step(e, ev, &out);
 	zk_log_step(zk, pt, &before, &out);
+	zk_log_trail(pt, &before);
 	for (i = 0; i < out.n; i++) {
 		log_debug("election: %s%s%s %s (phase %s, gen %" PRIu64 ")",
 		    pt->name != NULL ? pt->name : "", pt->name != NULL ? ":" : "",

@@ -311,6 +311,7 @@ run_table(struct election *e, const struct step *s, size_t n, int line)
 		memcpy(&before, e, sizeof(before));
 		feed(e, ev);
 		before.now = e->now;	/* the clock moves for every event */
+		before.trail_n = e->trail_n;	/* and each step's trail starts */
 		if (s[i].old > 0) {
 			ck_assert_msg(out.n == 0 &&
 			    memcmp(&before, e, sizeof(before)) == 0,
