@@ -24,15 +24,15 @@ F_SETPIPE_SZ = 1031
 
 def start_with(agent, stderr=None, nofile=None):
     """Agent.start, with stderr of our choosing and a descriptor limit."""
-    agent._log = open(agent.log_path, "ab")
+    agent.out = open(agent.log_path, "ab")
     agent.starts += 1
 
     def pre():
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     agent.proc = subprocess.Popen([ZKELECTD, "-c", agent.config], stdin=subprocess.DEVNULL,
-                                  stdout=agent._log,
-                                  stderr=stderr if stderr is not None else agent._log,
+                                  stdout=agent.out,
+                                  stderr=stderr if stderr is not None else agent.out,
                                   start_new_session=True, preexec_fn=pre)
     agent.paused = False
     agent.wait_for(lambda s: True, 20, what="API socket to answer /v1/status")
@@ -178,10 +178,10 @@ def test_stalled_loop_as_process_1(agents):
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("unshare --pid is not permitted here")
     a = agents.new("a", start=False, session_timeout="2s")
-    a._log = open(a.log_path, "ab")
+    a.out = open(a.log_path, "ab")
     a.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", ZKELECTD,
                                "-c", a.config], stdin=subprocess.DEVNULL,
-                              stdout=a._log, stderr=a._log, start_new_session=True)
+                              stdout=a.out, stderr=a.out, start_new_session=True)
     a.wait_for(lambda s: s["is_leader"], 20, what="a leads")
     with open("/proc/%d/task/%d/children" % (a.proc.pid, a.proc.pid)) as f:
         agent_pid = int(f.read().split()[0])

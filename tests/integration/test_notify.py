@@ -725,10 +725,10 @@ def test_pidfile_pid_out_of_range_signals_nobody(agents, tmp_path):
                    "  leader_signal: SIGUSR1\n" % pidfile)
     inner = "sh -c %s & exec %s -c %s" % (shlex.quote(BYSTANDER % (seen, seen)),
                                            shlex.quote(ZKELECTD), shlex.quote(a.config))
-    a._log = open(a.log_path, "ab")
+    a.out = open(a.log_path, "ab")
     a.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
                                "sh", "-c", inner], stdin=subprocess.DEVNULL,
-                              stdout=a._log, stderr=a._log, start_new_session=True)
+                              stdout=a.out, stderr=a.out, start_new_session=True)
     poll(lambda: seen.exists() and "ready" in seen.read_text(), 10 * SLOW,
          what="bystander ready")
     a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a1 leads")

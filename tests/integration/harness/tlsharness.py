@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from zkharness import LOG4J, free_port, poll, start_zookeeper
+from zkharness import LOG4J, Process, free_port, poll, start_zookeeper
 
 PASSWORD = "zkelect-test"
 NETTY_CODEC = "/usr/share/java/netty-codec.jar"
@@ -77,7 +77,7 @@ class Keys:
         return pem
 
 
-class TLSZooKeeper:
+class TLSZooKeeper(Process):
     """A standalone ZooKeeper with only a secureClientPort on 127.0.0.1."""
 
     def __init__(self, keys, tick_ms=200):
@@ -85,8 +85,6 @@ class TLSZooKeeper:
         self.dir = tempfile.mkdtemp(prefix="zkit-tlszk-", dir="/tmp")
         self.port = free_port()
         self.tick_ms = tick_ms
-        self.proc = None
-        self._out = None
 
     @property
     def log_path(self):
@@ -117,7 +115,7 @@ class TLSZooKeeper:
         # transport jars in its Class-Path, not netty-codec, which the Netty
         # server's TLS handler needs (NoClassDefFoundError: io/netty/
         # handler/codec/ByteToMessageDecoder at the first connection).
-        self.proc, self._out = start_zookeeper(self.dir, conf, cfg,
+        self.proc, self.out = start_zookeeper(self.dir, conf, cfg,
                                                extra_jars=[NETTY_CODEC])
 
         def listening():
@@ -143,11 +141,7 @@ class TLSZooKeeper:
             s.close()
 
     def cleanup(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-        if self._out:
-            self._out.close()
+        self.kill()
         if os.environ.get("ZKELECT_TEST_KEEP") is None:
             shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -40,7 +40,7 @@ import tempfile
 
 import pytest
 
-from zkharness import (LOG4J, SLOW, PollAbort, four_letter, free_port, poll,
+from zkharness import (LOG4J, SLOW, PollAbort, Process, four_letter, free_port, poll,
                        start_zookeeper)
 
 TICK_MS = 200
@@ -59,7 +59,7 @@ def _mode_of(srvr_answer):
     return None
 
 
-class EnsembleServer:
+class EnsembleServer(Process):
     def __init__(self, myid, base_dir, client_port, quorum_port, election_port,
                  observer=False, host="127.0.0.1"):
         self.myid = myid
@@ -74,7 +74,7 @@ class EnsembleServer:
         self.cfg = os.path.join(self.dir, "zoo.cfg")
         self.proc = None
         self.paused = False
-        self._out = None
+        self.out = None
         self.starts = 0
 
     @property
@@ -121,15 +121,12 @@ class EnsembleServer:
     def start(self):
         assert not self.running(), "zk%d already running" % self.myid
         self.starts += 1
-        self.proc, self._out = start_zookeeper(
+        self.proc, self.out = start_zookeeper(
             self.dir, self.conf, self.cfg, mode="ab",
             extra_props=["-Dzookeeper.4lw.commands.whitelist=*",
                          "-Dzookeeper.cnxTimeout=1000"])
         self.paused = False
         return self
-
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
 
     def srvr(self, timeout=1.0):
         if not self.running() or self.paused:
@@ -175,28 +172,8 @@ class EnsembleServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(30)
-        self._close_out()
+        self.close_out()
 
-    def kill(self):
-        if self.running():
-            self.proc.kill()
-            self.proc.wait(30)
-        self.paused = False
-        self._close_out()
-
-    def pause(self):
-        self.proc.send_signal(signal.SIGSTOP)
-        self.paused = True
-
-    def resume(self):
-        if self.running():
-            self.proc.send_signal(signal.SIGCONT)
-        self.paused = False
-
-    def _close_out(self):
-        if self._out:
-            self._out.close()
-            self._out = None
 
     def learner_master(self):
         """For an observer: the myid of the server it last began to observe

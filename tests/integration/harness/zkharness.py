@@ -99,6 +99,40 @@ log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] %m%n
 """
 
 
+class Process:
+    """What the harness's processes share: a Popen in `proc` (None until
+    started), SIGSTOP and SIGCONT with `paused` kept, SIGKILL; `out` is the
+    file the process writes to, closed once it is gone."""
+
+    proc = None
+    paused = False
+    out = None
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self):
+        if self.running():
+            self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def kill(self):
+        if self.running():
+            self.proc.kill()
+            self.proc.wait(30)
+        self.paused = False
+        self.close_out()
+
+    def close_out(self):
+        if self.out:
+            self.out.close()
+            self.out = None
+
+
 def start_zookeeper(server_dir, conf_dir, cfg, extra_jars=(), extra_props=(),
                     mode="wb"):
     """Start QuorumPeerMain on `cfg` (log4j from `conf_dir`, logs in
@@ -119,7 +153,7 @@ def start_zookeeper(server_dir, conf_dir, cfg, extra_jars=(), extra_props=(),
     return proc, out
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(Process):
     """A standalone ZooKeeper server in a fresh temp dir on a loopback port."""
 
     def __init__(self, port=None, tick_ms=200, min_session_ms=400, max_session_ms=10000):
@@ -129,8 +163,6 @@ class ZooKeeperServer:
         self.tick_ms = tick_ms
         self.min_session_ms = min_session_ms
         self.max_session_ms = max_session_ms
-        self.proc = None
-        self._out = None
 
     @property
     def hostport(self):
@@ -158,7 +190,7 @@ class ZooKeeperServer:
             f.write("admin.enableServer=false\n")
             f.write("4lw.commands.whitelist=*\n")
             f.write("maxClientCnxns=0\n")
-        self.proc, self._out = start_zookeeper(self.dir, conf, cfg)
+        self.proc, self.out = start_zookeeper(self.dir, conf, cfg)
         self.wait_ready(timeout)
         return self
 
@@ -173,12 +205,7 @@ class ZooKeeperServer:
 
     def stop(self):
         """Kill the JVM (SIGKILL: nothing to flush that tests care about)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
-        if self._out:
-            self._out.close()
-            self._out = None
+        self.kill()
 
     def cleanup(self):
         self.stop()
@@ -283,7 +310,7 @@ DEFAULT_TICK_TIME = os.environ.get("ZKELECT_TEST_ZK_TICK",
                                    "" if os.environ.get("ZKELECT_TEST_ZK") else "200ms")
 
 
-class Agent:
+class Agent(Process):
     """One zkelectd process with its own config, socket and log file."""
 
     def __init__(self, workdir, zk_hostport, path, agent_id, session_timeout="2s",
@@ -311,7 +338,7 @@ class Agent:
         self.proc = None
         self.paused = False
         self.starts = 0
-        self._log = None
+        self.out = None
         self.write_config()
 
     def write_config(self):
@@ -339,12 +366,12 @@ class Agent:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         if not os.access(ZKELECTD, os.X_OK):
             raise RuntimeError("zkelectd not found at %s (set ZKELECTD)" % ZKELECTD)
-        self._log = open(self.log_path, "ab")
+        self.out = open(self.log_path, "ab")
         self.starts += 1
-        self._log.write(b"==== harness: start #%d of %s ====\n" % (self.starts, self.id.encode()))
-        self._log.flush()
+        self.out.write(b"==== harness: start #%d of %s ====\n" % (self.starts, self.id.encode()))
+        self.out.flush()
         self.proc = subprocess.Popen([ZKELECTD, "-c", self.config], stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=self._log,
+                                     stdout=self.out, stderr=self.out,
                                      start_new_session=True)
         self.paused = False
         if wait_ready:
@@ -354,9 +381,6 @@ class Agent:
     @property
     def pid(self):
         return self.proc.pid
-
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
 
     # -- API -------------------------------------------------------------
     def request(self, method, target, timeout=1.0, **kw):
@@ -419,27 +443,7 @@ class Agent:
         try:
             return self.proc.wait(timeout * SLOW)
         finally:
-            self._close_log()
-
-    def kill(self):
-        if self.running():
-            self.proc.kill()
-            self.proc.wait(15)
-        self.paused = False
-        self._close_log()
-
-    def pause(self):
-        self.proc.send_signal(signal.SIGSTOP)
-        self.paused = True
-
-    def resume(self):
-        self.proc.send_signal(signal.SIGCONT)
-        self.paused = False
-
-    def _close_log(self):
-        if self._log:
-            self._log.close()
-            self._log = None
+            self.close_out()
 
     def log_text(self, limit=20000):
         try:
