@@ -16,7 +16,6 @@ The broader suite (zkelectctl, hooks, benchmarks) is elsewhere.
 """
 
 import os
-import threading
 import time
 
 import pytest
@@ -78,7 +77,7 @@ def settled(agents, want):
     return {p: v[0] for p, v in seen.items()}, epochs
 
 
-class OverlapWatch:
+class OverlapWatch(zkharness.AgentPoller):
     """Polls every agent's /v1/partitions continuously and keeps, per
     partition, a zkharness.Sample for every entry that says is_leader; the
     samples of each partition then go through zkharness.check_single_leader
@@ -86,41 +85,24 @@ class OverlapWatch:
     epoch going back or two agents under one epoch)."""
 
     def __init__(self, agents):
+        super().__init__(list(agents), 0.01, 0.5)
         self.agents = list(agents)
         self.samples = {}        # partition -> [Sample]
-        self.lock = threading.Lock()
-        self.stop_ev = threading.Event()
-        self.threads = []
         self.rounds = 0
 
-    def start(self):
-        for a in self.agents:
-            t = threading.Thread(target=self._run, args=(a,), daemon=True)
-            self.threads.append(t)
-            t.start()
-        return self
-
-    def _run(self, agent):
-        while not self.stop_ev.is_set():
-            t0 = time.monotonic()
-            doc = parts_doc(agent, timeout=0.5)
-            t1 = time.monotonic()
-            if doc is None:
-                self.stop_ev.wait(0.02)
-                continue
-            with self.lock:
-                self.rounds += 1
-                for e in doc["partitions"]:
-                    if e["is_leader"]:
-                        self.samples.setdefault(e["name"], []).append(
-                            zkharness.Sample(agent.id, t0, t1, True, True,
-                                             e["epoch"], e["role"]))
-            self.stop_ev.wait(0.01)
-
-    def stop(self):
-        self.stop_ev.set()
-        for t in self.threads:
-            t.join(5)
+    def ask(self, agent):
+        t0 = time.monotonic()
+        doc = parts_doc(agent, timeout=0.5)
+        t1 = time.monotonic()
+        if doc is None:
+            return
+        with self._lock:
+            self.rounds += 1
+            for e in doc["partitions"]:
+                if e["is_leader"]:
+                    self.samples.setdefault(e["name"], []).append(
+                        zkharness.Sample(agent.id, t0, t1, True, True,
+                                         e["epoch"], e["role"]))
 
     def violations(self):
         assert self.rounds >= 2 * len(self.agents), \

@@ -27,10 +27,9 @@ The checker's two judgements, both sound (no alarm against a correct agent):
 
 import json
 import math
-import threading
 import time
 
-from zkharness import (HARNESS_START_PREFIX, SLOW, Sample, audit_samples_outside,
+from zkharness import (HARNESS_START_PREFIX, SLOW, AgentPoller, Sample, audit_samples_outside,
                        check_audit, check_single_leader, parse_audit, poll,
                        read_log_lines, unix_request)
 
@@ -161,69 +160,39 @@ class Answer:
             self.agent, self.t0, self.t1, self.is_leader, self.epoch, self.lease_ms)
 
 
-class PartitionChecker:
-    """Polls /v1/partitions of every agent of an AgentSet (one thread per
-    agent, every `interval` s) and keeps, per partition, every answer."""
+class PartitionChecker(AgentPoller):
+    """Polls /v1/partitions of every agent of an AgentSet (every `interval`
+    s) and keeps, per partition, every answer."""
 
     def __init__(self, agent_set, interval=0.03, timeout=0.5):
-        self.agent_set = agent_set
-        self.interval = interval
-        self.timeout = timeout
+        super().__init__(agent_set, interval, timeout)
         self.answers = {}       # partition -> [Answer]
         self.freezes = []       # (agent id, t): SIGSTOP or kill -9 at t
         self.polls = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._threads = {}
-        self._watcher = None
 
-    def start(self):
-        self._watcher = threading.Thread(target=self._supervise, daemon=True)
-        self._watcher.start()
-        return self
-
-    def _supervise(self):
-        while not self._stop.is_set():
-            for a in list(self.agent_set.agents):
-                if a.id not in self._threads:
-                    t = threading.Thread(target=self._run, args=(a,), daemon=True)
-                    self._threads[a.id] = t
-                    t.start()
-            self._stop.wait(0.05)
-
-    def _run(self, agent):
-        while not self._stop.is_set():
-            t0 = time.monotonic()
-            w0 = time.time()        # both before the request is sent
-            try:
-                r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=self.timeout)
-                w1 = time.time()
-                t1 = time.monotonic()
-                d = r.json() if r.status == 200 else None
-            except Exception:  # noqa: BLE001 - no answer: leads nothing
-                d = None
-            if d is not None:
-                with self._lock:
-                    self.polls += 1
-                    for p in d.get("partitions", []):
-                        self.answers.setdefault(p["name"], []).append(Answer(
-                            agent.id, t0, t1, p.get("is_leader") is True,
-                            p.get("epoch"), p.get("lease_remaining_ms") or 0, w0, w1))
-            self._stop.wait(self.interval)
+    def ask(self, agent):
+        t0 = time.monotonic()
+        w0 = time.time()        # both before the request is sent
+        try:
+            r = unix_request(agent.socket, "GET", "/v1/partitions", timeout=self.timeout)
+            w1 = time.time()
+            t1 = time.monotonic()
+            d = r.json() if r.status == 200 else None
+        except Exception:  # noqa: BLE001 - no answer: leads nothing
+            d = None
+        if d is not None:
+            with self._lock:
+                self.polls += 1
+                for p in d.get("partitions", []):
+                    self.answers.setdefault(p["name"], []).append(Answer(
+                        agent.id, t0, t1, p.get("is_leader") is True,
+                        p.get("epoch"), p.get("lease_remaining_ms") or 0, w0, w1))
 
     def freeze(self, agent):
         """Say that agent is about to be SIGSTOPped or killed: from now on it
         cannot let go of anything before its lease ends."""
         with self._lock:
             self.freezes.append((agent.id, time.monotonic()))
-
-    def stop(self):
-        self._stop.set()
-        if self._watcher:
-            self._watcher.join(5)
-        for t in self._threads.values():
-            t.join(5)
-        return self
 
     def snapshot(self):
         with self._lock:

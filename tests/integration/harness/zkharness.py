@@ -579,24 +579,22 @@ class Sample:
             self.agent, self.t_start, self.t_end, self.is_leader, self.epoch, self.role)
 
 
-class StatusRecorder:
-    """Polls /v1/status of every agent of an AgentSet (one thread per agent,
-    ~every 20 ms, short timeout) and records Samples.
+class AgentPoller:
+    """Asks every agent of an AgentSet (or of a list), each from a thread of
+    its own, every `interval` s, with `timeout` per request: ask(agent) does
+    one round. Agents added to the set while it runs are followed."""
 
-    Agents restarted under the same id are followed (the Agent object is
-    re-read each round). A refused or timed-out request is recorded as
-    not-leader, as an app would treat it.
-    """
-
-    def __init__(self, agent_set, interval=0.02, timeout=0.3):
+    def __init__(self, agent_set, interval, timeout):
         self.agent_set = agent_set
         self.interval = interval
         self.timeout = timeout
-        self.samples = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = {}
         self._watcher = None
+
+    def ask(self, agent):
+        raise NotImplementedError
 
     def start(self):
         self._watcher = threading.Thread(target=self._supervise, daemon=True)
@@ -604,9 +602,8 @@ class StatusRecorder:
         return self
 
     def _supervise(self):
-        # New agents may be added during the test; give each its own thread.
         while not self._stop.is_set():
-            for a in list(self.agent_set.agents):
+            for a in list(getattr(self.agent_set, "agents", self.agent_set)):
                 if a.id not in self._threads:
                     t = threading.Thread(target=self._run, args=(a,), daemon=True)
                     self._threads[a.id] = t
@@ -615,24 +612,7 @@ class StatusRecorder:
 
     def _run(self, agent):
         while not self._stop.is_set():
-            t0 = time.monotonic()
-            w0 = time.time()        # both before the request is sent
-            try:
-                r = unix_request(agent.socket, "GET", "/v1/status", timeout=self.timeout)
-                w1 = time.time()
-                t1 = time.monotonic()
-                if r.status == 200:
-                    d = r.json()
-                    s = Sample(agent.id, t0, t1, True, d.get("is_leader") is True,
-                               d.get("epoch"), d.get("role"))
-                else:
-                    s = Sample(agent.id, t0, t1, False)
-            except Exception:  # noqa: BLE001 - refused/timeout/garbage = not leader
-                w1 = time.time()
-                s = Sample(agent.id, t0, time.monotonic(), False)
-            s.w_start, s.w_end = w0, w1
-            with self._lock:
-                self.samples.append(s)
+            self.ask(agent)
             self._stop.wait(self.interval)
 
     def stop(self):
@@ -642,6 +622,37 @@ class StatusRecorder:
         for t in self._threads.values():
             t.join(5)
         return self
+
+
+class StatusRecorder(AgentPoller):
+    """Polls /v1/status of every agent of an AgentSet (~every 20 ms, short
+    timeout) and records Samples. A refused or timed-out request is recorded
+    as not-leader, as an app would treat it.
+    """
+
+    def __init__(self, agent_set, interval=0.02, timeout=0.3):
+        super().__init__(agent_set, interval, timeout)
+        self.samples = []
+
+    def ask(self, agent):
+        t0 = time.monotonic()
+        w0 = time.time()        # both before the request is sent
+        try:
+            r = unix_request(agent.socket, "GET", "/v1/status", timeout=self.timeout)
+            w1 = time.time()
+            t1 = time.monotonic()
+            if r.status == 200:
+                d = r.json()
+                s = Sample(agent.id, t0, t1, True, d.get("is_leader") is True,
+                           d.get("epoch"), d.get("role"))
+            else:
+                s = Sample(agent.id, t0, t1, False)
+        except Exception:  # noqa: BLE001 - refused/timeout/garbage = not leader
+            w1 = time.time()
+            s = Sample(agent.id, t0, time.monotonic(), False)
+        s.w_start, s.w_end = w0, w1
+        with self._lock:
+            self.samples.append(s)
 
     def leader_samples(self):
         with self._lock:
