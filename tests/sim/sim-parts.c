@@ -28,6 +28,7 @@
 
 #include "assign.h"
 #include "election.h"
+#include "zkplan.h"
 
 #define PA_MAX		6	/* agents */
 #define PP_MAX		16	/* partitions */
@@ -319,6 +320,16 @@ struct psim {
 };
 
 static struct psim *S;
+
+/*
+ * The partitions' election nodes, as zk.c names them: election_path
+ * "/partitions/" + the partition's name. The model holds each as a tree of
+ * its own; a path is a node's name in that tree, "" for the tree's node.
+ * Their ancestors are not modelled (they exist), as in sim-agent.c.
+ */
+#define P_PATH		"/zkelect"
+#define P_PARTS		P_PATH "/partitions/"
+
 /* --break: a deliberately broken variant, which the checks must catch:
  * "lease", the answer ignores the lease (is_leader = the role alone);
  * "sticky", the assignment ignores who owns what now. */
@@ -1655,99 +1666,132 @@ p_exit(struct pagent *a, uint64_t linger_ms);
 
 static void p_notified_cb(void *p, uint64_t arg);
 
-/* zk_perform for partition P. */
+/* The tree of path, a partition's node or one of its children, and the
+ * name of that node in it. */
+static int
+p_plan_node(int part, const char *path, char name[NAME])
+{
+	char base[CONFIG_ZK_PATH_MAX];
+	size_t n;
+
+	snprintf(base, sizeof(base), P_PARTS "%s", S->pname[part]);
+	n = strlen(base);
+	if (strncmp(path, base, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+		abort();
+	if (snprintf(name, NAME, "%s", path[n] == '\0' ? "" : path + n + 1) >=
+	    NAME)
+		abort();
+	return part + 1;
+}
+
+/* zk.c's kinds (zk_plan_kinds) and watch contexts (zk_plan_watches). */
+static const enum kind p_plan_kinds[] = {
+	[ZKF_NONE] = K_NONE, [ZKF_PARENT] = K_PARENT, [ZKF_CREATE] = K_CREATE,
+	[ZKF_LIST] = K_LIST, [ZKF_PRED_SET] = K_PRED_SET,
+	[ZKF_OWNER] = K_OWNER, [ZKF_CLAIM] = K_CLAIM, [ZKF_RENEW] = K_RENEW,
+	[ZKF_CLAIM_DATA] = K_CLAIM_DATA, [ZKF_SUCCESSOR] = K_SUCCESSOR,
+	[ZKF_RELEASE] = K_RELEASE, [ZKF_SELF_SET] = K_SELF_SET,
+	[ZKF_AHEAD] = K_AHEAD,
+};
+
+static const enum ctx p_plan_ctxs[] = {
+	[ZKW_PRED] = C_PRED, [ZKW_SELF] = C_SELF, [ZKW_CLAIM] = C_CLAIM,
+	[ZKW_CHILDREN] = C_CHILD,
+};
+
+/* One call of a plan as the model's request (zk_plan_send). */
+static struct pcreq *
+p_plan_req(struct pagent *a, int part, const struct zkplan *p,
+    const struct zkplan_call *c)
+{
+	static const enum op ops[] = {
+		[ZKC_CREATE] = O_CREATE_PARENT, [ZKC_CREATE_SEQ] = O_CREATE,
+		[ZKC_SYNC] = O_SYNC, [ZKC_GET] = O_GET,
+		[ZKC_EXISTS] = O_EXISTS, [ZKC_CHILDREN] = O_CHILDREN,
+		[ZKC_MULTI] = O_MULTI,
+	};
+	static const enum op items[] = {
+		[ZKI_CHECK] = O_CHECK, [ZKI_SET] = O_SET, [ZKI_DELETE] = O_DELETE,
+	};
+	char name[NAME];
+	struct pcreq *r;
+	int i, tree;
+
+	tree = p_plan_node(part, c->path, name);
+	r = h_req(a, part, c->answers ? p_plan_kinds[p->what] : K_NONE,
+	    ops[c->type], tree, name);
+	snprintf(r->name, NAME, "%s", p->name);
+	h_op(&r->req.op[0], ops[c->type], name, c->data, c->datalen);
+	if (c->type == ZKC_MULTI) {
+		for (i = 0; i < c->nitems; i++) {
+			if (p_plan_node(part, c->items[i].path, name) != tree)
+				abort();
+			h_op(&r->req.op[i], items[c->items[i].type], name,
+			    c->items[i].data, c->items[i].datalen);
+		}
+		r->req.nops = c->nitems;
+	}
+	if (c->watch != ZKW_NONE) {
+		r->req.watch = r->set_watch = true;
+		r->ctx = p_plan_ctxs[c->watch];
+		r->wkind = c->type == ZKC_CHILDREN ? WK_CHILD : WK_DATA;
+	}
+	return r;
+}
+
+/*
+ * Submits the calls of action x's plan (agent/zkplan.c) for partition
+ * part, in order, as zk_plan_run does; the model's client refuses nothing
+ * (a closed handle fails each call). A create with its parents creates
+ * the partition's node only: zk.c's creates of its ancestors, whose
+ * replies it ignores, are not sent (sim-agent.c does the same). Several
+ * answering calls (the renewal) share one aggregate: the last to complete
+ * reports.
+ */
+static void
+p_plan(struct pagent *a, int part, const struct election_action *x)
+{
+	struct election *e = &a->e[part];
+	char path[CONFIG_ZK_PATH_MAX], prefix[CONFIG_ZK_PATH_MAX];
+	const struct zkplan_call *c;
+	struct zkplan plan;
+	struct agg *g = NULL;
+	struct pcreq *r;
+	int i, sub = 0;
+
+	if (snprintf(path, sizeof(path), P_PARTS "%s", S->pname[part]) >=
+	    (int)sizeof(path) || snprintf(prefix, sizeof(prefix), "%s/_c_",
+	    path) >= (int)sizeof(prefix))
+		abort();
+	if (zkplan_build(x, path, prefix, e->uuid, &plan) == -1)
+		abort();	/* the model's names are short */
+	if (plan.what == ZKF_NONE)
+		return;
+	if (zkplan_answers(&plan) > 1) {
+		if ((g = calloc(1, sizeof(*g))) == NULL)
+			abort();
+		g->refs = zkplan_answers(&plan);
+		g->failed_op = -1;
+	}
+	for (i = 0; i < plan.ncalls; i++) {
+		c = &plan.calls[i];
+		r = p_plan_req(a, part, &plan, c);
+		if (g != NULL && c->answers) {
+			r->agg = g;
+			r->sub = sub++;
+		}
+		h_submit(a->h, r);
+	}
+}
+
+/* zk_perform for partition P: the calls are the plan's; the rest is
+ * zk.c's own. */
 static void
 p_perform(struct pagent *a, int part, const struct election_action *x)
 {
 	struct phandle *h = a->h;
-	struct election *e = &a->e[part];
-	int tree = part + 1, i, n;
-	char path[NAME];
-	struct pcreq *r;
-	struct agg *g;
 
 	switch (x->type) {
-	case ACT_CREATE_PARENT:
-		h_submit(h, h_req(a, part, K_PARENT, O_CREATE_PARENT, tree, ""));
-		break;
-	case ACT_CREATE:
-		r = h_req(a, part, K_CREATE, O_CREATE, tree, NULL);
-		snprintf(path, sizeof(path), "_c_%s-latch-", e->uuid);
-		h_op(&r->req.op[0], O_CREATE, path, x->data, x->datalen);
-		h_submit(h, r);
-		break;
-	case ACT_LIST:
-		if (x->sync)
-			h_submit(h, h_req(a, part, K_NONE, O_SYNC, tree, ""));
-		h_submit(h, h_req(a, part, K_LIST, O_CHILDREN, tree, ""));
-		break;
-	case ACT_WATCH_CHILDREN:
-		r = h_req(a, part, K_LIST, O_CHILDREN, tree, "");
-		r->req.watch = r->set_watch = true;
-		r->ctx = C_CHILD;
-		r->wkind = WK_CHILD;
-		h_submit(h, r);
-		break;
-	case ACT_WATCH_PRED:
-	case ACT_WATCH_SELF:
-		r = h_req(a, part, x->type == ACT_WATCH_PRED ? K_PRED_SET :
-		    K_SELF_SET, O_GET, tree, x->name);
-		r->req.watch = r->set_watch = true;
-		r->ctx = x->type == ACT_WATCH_PRED ? C_PRED : C_SELF;
-		r->wkind = WK_DATA;
-		h_submit(h, r);
-		break;
-	case ACT_GET_OWNER:
-		h_submit(h, h_req(a, part, K_OWNER, O_EXISTS, tree, x->name));
-		break;
-	case ACT_CLAIM:
-		r = h_req(a, part, K_CLAIM, O_MULTI, tree, x->name);
-		r->req.nops = 2;
-		h_op(&r->req.op[0], O_CHECK, x->name, NULL, 0);
-		h_op(&r->req.op[1], O_SET, "", x->data, x->datalen);
-		h_submit(h, r);
-		break;
-	case ACT_RELEASE:
-		r = h_req(a, part, K_RELEASE, O_MULTI, tree, x->name);
-		n = 0;
-		if (x->successor[0] != '\0')
-			h_op(&r->req.op[n++], O_CHECK, x->successor, NULL, 0);
-		h_op(&r->req.op[n++], O_DELETE, x->name, NULL, 0);
-		if (x->write_claim)
-			h_op(&r->req.op[n++], O_SET, "", x->data, x->datalen);
-		r->req.nops = n;
-		h_submit(h, r);
-		break;
-	case ACT_RENEW:
-		if ((g = calloc(1, sizeof(*g))) == NULL)
-			abort();
-		g->refs = 3;
-		g->failed_op = -1;
-		for (i = 0; i < 3; i++) {
-			r = h_req(a, part, K_RENEW, i == 0 ? O_SYNC : i == 1 ?
-			    O_EXISTS : O_GET, tree, i == 1 ? x->name : "");
-			snprintf(r->name, NAME, "%s", x->name);
-			r->agg = g;
-			r->sub = i;
-			h_submit(h, r);
-		}
-		break;
-	case ACT_WATCH_CLAIM:
-		r = h_req(a, part, K_CLAIM_DATA, O_GET, tree, "");
-		r->req.watch = r->set_watch = true;
-		r->ctx = C_CLAIM;
-		r->wkind = WK_DATA;
-		h_submit(h, r);
-		break;
-	case ACT_READ_CLAIM:
-		h_submit(h, h_req(a, part, K_CLAIM_DATA, O_GET, tree, ""));
-		break;
-	case ACT_CHECK_AHEAD:
-		h_submit(h, h_req(a, part, K_AHEAD, O_EXISTS, tree, x->name));
-		break;
-	case ACT_READ_SUCCESSOR:
-		h_submit(h, h_req(a, part, K_SUCCESSOR, O_GET, tree, x->name));
-		break;
 	case ACT_KICK:
 		/* Partitions ask together: one kick moves the connection. */
 		if (a->last_kick_at != 0 && a_now_ms(a) < a->last_kick_at + 100)
@@ -1768,6 +1812,9 @@ p_perform(struct pagent *a, int part, const struct election_action *x)
 		break;
 	case ACT_EXIT:
 		p_parts_check_stop(a);
+		break;
+	default:
+		p_plan(a, part, x);
 		break;
 	}
 }
