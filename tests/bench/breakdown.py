@@ -103,7 +103,7 @@ def run(args):
             rc = leader.proc.wait(20)
             if rc != 0:
                 raise AssertionError("%s exited %s on SIGTERM" % (leader.id, rc))
-            leader._close_log()
+            leader.close_out()
             # the successor's lines of this handover are written before its 200
             if i >= args.warmup:
                 runs.append(extract(tl.new_lines(), to.new_lines(), t0_us, t200_us))

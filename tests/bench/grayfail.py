@@ -39,15 +39,15 @@ CHATTY = ("notify:\n"
 
 
 def start_with(agent, stderr=None, nofile=None):
-    agent._log = open(agent.log_path, "ab")
+    agent.out = open(agent.log_path, "ab")
     agent.starts += 1
 
     def pre():
         if nofile is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     agent.proc = subprocess.Popen([bl.ZKELECTD, "-c", agent.config], stdin=subprocess.DEVNULL,
-                                  stdout=agent._log,
-                                  stderr=stderr if stderr is not None else agent._log,
+                                  stdout=agent.out,
+                                  stderr=stderr if stderr is not None else agent.out,
                                   start_new_session=True, preexec_fn=pre)
     agent.wait_for(lambda s: True, 20, what="API socket")
     return agent

@@ -82,7 +82,7 @@ def run_zkelect(args):
             rc = leader.proc.wait(20)
             if rc != 0:
                 raise AssertionError("%s exited %s on SIGTERM" % (leader.id, rc))
-            leader._close_log()
+            leader.close_out()
             if i >= args.warmup:
                 out["sigterm"].append(dt)
             leader.start()

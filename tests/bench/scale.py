@@ -63,7 +63,7 @@ def handover(leader, successor, timeout=30):
     leader.signal(signal.SIGTERM)
     dt = w.wait_200(t0, timeout)
     rc = leader.proc.wait(30)
-    leader._close_log()
+    leader.close_out()
     if rc != 0:
         raise AssertionError("%s exited %s on SIGTERM" % (leader.id, rc))
     return dt
