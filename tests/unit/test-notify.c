@@ -764,22 +764,24 @@ START_TEST(test_hook_timeout)
 {
 	uint64_t t0;
 
-	conf.notify_hook_timeout_ms = 300;
+	/* Long enough for the hook to write its line first, even on a
+	 * loaded machine under ASan. */
+	conf.notify_hook_timeout_ms = 1000;
 	conf.notify_on_leader = script("leader.sh", NULL,
 	    "note on_leader start\nsleep 30\nnote on_leader end\n");
 	conf.notify_on_follower = script("follower.sh", NULL,
 	    "note on_follower\n");
 
+	t0 = ms_now();		/* before the hook starts: its clock runs later */
 	gain(3);
 	wait_for_trace("on_leader start");
-	t0 = ms_now();
 	lose(1, true, 5000);
 	wait_for_trace("on_follower");
-	ck_assert_uint_ge(ms_now() - t0, 250);
+	ck_assert_uint_ge(ms_now() - t0, 1000);
 	wait_idle();
 	assert_trace_is("on_leader start\non_follower\n");
 	assert_log_has("on_leader hook (pid ");
-	assert_log_has("timed out after 300 ms; SIGTERM");
+	assert_log_has("timed out after 1000 ms; SIGTERM");
 	assert_log_has("on_leader hook was killed by SIGTERM after ");
 	assert_log_has("(timed out)");
 	ck_assert_int_eq(notify_get_stats(nt)->hook_runs, 2);
@@ -792,7 +794,9 @@ START_TEST(test_hook_timeout_sigkill)
 {
 	pid_t pid;
 
-	conf.notify_hook_timeout_ms = 200;
+	/* Long enough for the shell to set its trap before SIGTERM comes,
+	 * even on a loaded machine under ASan. */
+	conf.notify_hook_timeout_ms = 1500;
 	conf.notify_on_leader = script("leader.sh", NULL,
 	    "trap '' TERM\nsleep 60 &\necho $! > \"$D/sub.pid\"\n"
 	    "note on_leader start\nwhile :; do sleep 0.05; done\n");
