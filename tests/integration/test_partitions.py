@@ -366,14 +366,20 @@ def test_ctl_partitions_and_p(agents, election, checker):
     o = wait_settled([a, b], REGIONS, what="2 agents")
     e = epochs([a, b])
 
-    def table():
-        r = ctl(a.socket, "partitions")
+    def table(agent=a):
+        r = ctl(agent.socket, "partitions")
         assert r.returncode == 0, r.stderr
         return r.stdout.splitlines()
-    # Every owner as a0 last read it: it reads a claim it does not hold
-    # when it changes (a watch), or every T while the claim node is missing.
-    out = poll(lambda: (lambda t: t if all(ln.split()[1] != "-" for ln in t[1:-1])
-                        else None)(table()), 20, what="a0 to know every owner")
+
+    def knows_all(agent):
+        t = table(agent)
+        return t if all(ln.split()[1] != "-" for ln in t[1:-1]) else None
+    # Every owner as each agent last read it: it reads a claim it does not
+    # hold when it changes (a watch), or every T while the claim node is
+    # missing. a1 too: its answers for the partitions it follows are asked
+    # below.
+    poll(lambda: knows_all(b), 20, what="a1 to know every owner")
+    out = poll(lambda: knows_all(a), 20, what="a0 to know every owner")
     assert out[0].split() == ["PARTITION", "OWNER", "EPOCH", "ROLE", "LEASE"]
     rows = {ln.split()[0]: ln.split() for ln in out[1:-1]}
     assert set(rows) == set(REGIONS)
