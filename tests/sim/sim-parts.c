@@ -8,6 +8,8 @@
  * server (the ZooKeeper leader: sessions expire from its own touches,
  * rounded up to ticks), with per-agent FIFO links that can be cut, and
  * the C client's pings, 2T/3 give-up, reconnects and watch re-arming.
+ * With --failover that leader also fails, and a new one takes over with a
+ * new session tracker (zkelect-sim's fault 17).
  * Checked at every step (README.md, "Partitions"): one owner per
  * partition at any instant, each partition's epochs grow, balance after
  * the faults heal, and a graceful leave moves only the leaver's
@@ -301,6 +303,11 @@ struct psim {
 	int		 nsw, capsw;
 	stime		 blocked_until[PA_MAX];
 	bool		 lose_reply[PA_MAX];
+	/* --failover: the ZooKeeper leader fails; until a new one takes
+	 * over, no connection is served. Its ticks fall at tick_phase. */
+	bool		 zk_down;
+	stime		 tick_phase;
+	uint64_t	 expiry_gen, failovers;
 	struct pconn	*conns;
 	uint64_t	 next_conn;
 	struct phandle	*handles;
@@ -339,6 +346,9 @@ static int opt_break;
 /* --no-recreate: the member node is created once per session only (zk.c
  * before the fix: an agent whose create was lost never joined). */
 static bool opt_no_recreate;
+/* --failover: the ZooKeeper leader's failure is one of the faults drawn
+ * (without it, the draws, and so every seed, are as before). */
+static bool opt_failover;
 
 static void p_client_drop(struct phandle *, bool eof);
 static void p_agent_push(struct pagent *, struct item *);
@@ -350,6 +360,7 @@ static void p_parts_check_stop(struct pagent *);
 static void p_schedule_tick(struct pagent *);
 static void p_check_owners(int part);
 static void p_check_settled(void);
+static void p_heal_at(stime t);
 
 static uint64_t
 p_rand(void)
@@ -567,10 +578,12 @@ p_send(struct pmsg *m, bool to_server)
 
 /* --- The server --- */
 
+/* The next tick boundary of the leader's clock after t (its ticks fall at
+ * tick_phase + k tick; tick_phase < tick <= t). */
 static stime
 round_up(stime t)
 {
-	return (t / S->tick + 1) * S->tick;
+	return ((t - S->tick_phase) / S->tick + 1) * S->tick + S->tick_phase;
 }
 
 static struct psess *
@@ -815,15 +828,91 @@ sess_close(struct psess *z, const char *why)
 }
 
 static void
-p_expiry_cb(void *p, uint64_t a)
+p_expiry_cb(void *p, uint64_t gen)
 {
 	int i;
 
+	(void)p;
+	if (gen != S->expiry_gen)
+		return;		/* that leader failed */
 	for (i = 0; i < S->nsess; i++)
 		if (S->sess[i].alive && S->sess[i].expiry <= S->now)
 			sess_close(&S->sess[i], "EXPIRES");
 	if (!S->stop)
-		p_at(S->now + S->tick, p_expiry_cb, NULL, 0);
+		p_at(S->now + S->tick, p_expiry_cb, NULL, gen);
+}
+
+/*
+ * A new ZooKeeper leader takes over (--failover). The nodes and the zxids
+ * are the old leader's (replicated); zxids go on in a new epoch. Its
+ * session tracker is new (SessionTrackerImpl, filled from the data tree):
+ * every live session expires a whole timeout from now, rounded up to the
+ * new leader's next tick, and its ticks fall at another phase (another
+ * process, another clock). Touches the old leader took count for nothing.
+ */
+static void
+p_takeover_cb(void *p, uint64_t unused)
+{
+	int i;
+
+	(void)p;
+	(void)unused;
+	S->zk_down = false;
+	S->tick_phase = p_below(S->tick);
+	S->zxid = ((S->zxid >> 32) + 1) << 32;
+	for (i = 0; i < S->nsess; i++) {
+		S->sess[i].conn = NULL;
+		if (S->sess[i].alive)
+			S->sess[i].expiry = round_up(S->now +
+			    (stime)S->sess[i].timeout_ms * 1000);
+	}
+	p_trace("zk: a NEW LEADER takes over (zxid %" PRIx64 ", ticks at "
+	    "+%" PRIu64 " us): every session expires a timeout from now",
+	    (uint64_t)S->zxid, S->tick_phase);
+	S->expiry_gen++;
+	p_at(round_up(S->now), p_expiry_cb, NULL, S->expiry_gen);
+}
+
+/*
+ * The ZooKeeper leader fails (--failover; zkelect-sim's fault 17, in the
+ * one-server model). Half the time its process exits: the kernel closes
+ * the sockets, every client sees its connection drop at once, and the
+ * followers look for a new leader at once. Otherwise its host stops:
+ * nothing is closed, the clients hear nothing and give up after 2T/3,
+ * and the followers look after syncLimit (5) ticks without a ping. An
+ * election (50-600 ms) follows. Until the new leader takes over, a
+ * connection is refused (a follower that is not serving closes it) and
+ * nothing expires.
+ */
+static void
+p_zk_fail(void)
+{
+	bool host = p_chance(50);
+	stime d = p_range(50000, 600000), heal;
+	struct pconn *c;
+
+	if (S->zk_down)
+		return;
+	if (host)
+		d += 5 * S->tick + p_below(S->tick / 2);
+	S->zk_down = true;
+	S->failovers++;
+	S->expiry_gen++;
+	p_trace("zk: the ZooKeeper leader's %s FAILS; a new leader in %" PRIu64
+	    " ms", host ? "host" : "process", d / 1000);
+	for (c = S->conns; c != NULL; c = c->next) {
+		if (!c->server_open)
+			continue;
+		c->server_open = false;
+		sw_drop_conn(c);
+		if (!host)
+			p_send(msg_new(M_EOF, c), false);
+	}
+	p_at(S->now + d, p_takeover_cb, NULL, 0);
+	/* Healed once the new leader serves and every client has given up
+	 * a silent connection. */
+	heal = S->now + 2 * S->T / 3 + S->T / 60;
+	p_heal_at(S->now + d > heal ? S->now + d : heal);
 }
 
 static void
@@ -926,6 +1015,15 @@ p_server_recv(void *p, uint64_t unused)
 
 	(void)unused;
 	if (!c->server_open) {
+		msg_free(m);
+		return;
+	}
+	if (S->zk_down) {
+		/* No leader: the server closes the connection. */
+		c->server_open = false;
+		sw_drop_conn(c);
+		if (m->type != M_FIN)
+			p_send(msg_new(M_EOF, c), false);
 		msg_free(m);
 		return;
 	}
@@ -2680,7 +2778,7 @@ p_fault_cb(void *p, uint64_t unused)
 			break;
 	}
 	S->faults++;
-	switch (p_below(6)) {
+	switch (p_below(opt_failover ? 7 : 6)) {
 	case 0:
 		d = p_range(S->T / 10, 3 * S->T);
 		p_trace("%s: PAUSED for %" PRIu64 " ms", a->id, d / 1000);
@@ -2711,6 +2809,9 @@ p_fault_cb(void *p, uint64_t unused)
 	case 5:
 		p_parts_stop(a, p_range(S->T / 2, 5 * S->T));
 		p_heal_at(S->now + (stime)(STOP_WAIT_MS + 2 * S->T_ms) * 1000);
+		break;
+	case 6:
+		p_zk_fail();
 		break;
 	}
 }
@@ -3040,7 +3141,7 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 
 struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
-			 moved;
+			 moved, failovers;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3063,6 +3164,7 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->terms += st.terms;
 		t->faults += st.faults;
 		t->moved += st.moved;
+		t->failovers += st.failovers;
 		t->sim_s += (double)st.now / 1e6;
 		x = (double)st.max_settle / (double)st.T;
 		if (x > t->max_settle_t) {
@@ -3084,14 +3186,16 @@ usage(void)
 	fprintf(stderr, "usage: zkelect-sim-parts [--seed N] [--seeds COUNT] "
 	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
 	    "                         [--break lease|sticky] [--expect-failure]\n"
-	    "                         [--no-recreate]\n"
+	    "                         [--no-recreate] [--failover]\n"
 	    "  --agents A       2 to %d (default 4)\n"
 	    "  --partitions P   1 to %d (default 8)\n"
 	    "  --break lease    the answer ignores the lease (role alone)\n"
 	    "  --break sticky   the assignment ignores the current owners\n"
 	    "  --expect-failure exit 0 only if some seed fails\n"
 	    "  --no-recreate    the member node made once per session (the\n"
-	    "                   old zk.c): a lost create never joins\n",
+	    "                   old zk.c): a lost create never joins\n"
+	    "  --failover       the ZooKeeper leader fails, and a new one\n"
+	    "                   takes over, among the faults\n",
 	    PA_MAX, PP_MAX);
 	exit(2);
 }
@@ -3109,6 +3213,7 @@ main(int argc, char *argv[])
 		{ "break",	required_argument, NULL, 'b' },
 		{ "expect-failure", no_argument,   NULL, 'x' },
 		{ "no-recreate", no_argument,	   NULL, 'r' },
+		{ "failover",	no_argument,	   NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -3120,7 +3225,7 @@ main(int argc, char *argv[])
 	struct timespec t0, t1;
 	double el;
 
-	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xr", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xrf", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -3139,6 +3244,7 @@ main(int argc, char *argv[])
 			break;
 		case 'x': expect_failure = true; break;
 		case 'r': opt_no_recreate = true; break;
+		case 'f': opt_failover = true; break;
 		default: usage();
 		}
 	}
@@ -3191,6 +3297,7 @@ main(int argc, char *argv[])
 			tot.terms += part.terms;
 			tot.faults += part.faults;
 			tot.moved += part.moved;
+			tot.failovers += part.failovers;
 			tot.sim_s += part.sim_s;
 			if (part.max_settle_t > tot.max_settle_t) {
 				tot.max_settle_t = part.max_settle_t;
@@ -3211,8 +3318,12 @@ main(int argc, char *argv[])
 	if (tot.failures > 0)
 		printf(", first failing seed %" PRIu64, tot.first_failure);
 	printf("\n%.1f simulated hours; %" PRIu64 " terms, %" PRIu64 " steps, %"
-	    PRIu64 " faults\n", tot.sim_s / 3600, tot.terms, tot.steps,
+	    PRIu64 " faults", tot.sim_s / 3600, tot.terms, tot.steps,
 	    tot.faults);
+	if (opt_failover)
+		printf(", %" PRIu64 " ZooKeeper leader failovers",
+		    tot.failovers);
+	printf("\n");
 	printf("slowest settle after the last fault: %.2f T (seed %" PRIu64
 	    "); slowest after a graceful leave: %.2f T (seed %" PRIu64 "); "
 	    "%" PRIu64 " partitions moved by leaves\n", tot.max_settle_t,
