@@ -11,7 +11,7 @@ import time
 import uuid
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, NotEmptyError
+from kazoo.exceptions import NoNodeError
 from kazoo.security import make_digest_acl
 
 from zkharness import SLOW, poll
@@ -36,18 +36,35 @@ def close(zk):
 
 
 def delete_all(zk, path):
-    """As `deleteall` does: children first, then the node; agents may put
-    new children in meanwhile, so it tries again."""
+    """As `deleteall` does (zkCli deletes the tree in one multi): every
+    child and the node, in one transaction. An agent that queued again
+    between the listing and the transaction makes it fail whole; then it
+    tries again. (Children one by one, as kazoo's recursive delete goes,
+    never won under ASan: each agent queued again within milliseconds of
+    losing its node, and the node was never empty.)"""
+    def tree(p):
+        """p and every node below it, parents first."""
+        out = [p]
+        for k in zk.get_children(p):
+            try:
+                out += tree("%s/%s" % (p, k))
+            except NoNodeError:
+                pass
+        return out
     deadline = time.monotonic() + 20
     while True:
         try:
-            zk.delete(path, recursive=True)
-            return
+            nodes = tree(path)
         except NoNodeError:
             return
-        except NotEmptyError:
-            if time.monotonic() > deadline:
-                raise
+        t = zk.transaction()
+        for n in reversed(nodes):
+            t.delete(n)
+        results = t.commit()
+        if all(r is True for r in results):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("deleteall of %s kept failing: %r" % (path, results))
 
 
 def count(agent, pattern):
