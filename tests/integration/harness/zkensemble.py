@@ -40,7 +40,7 @@ import tempfile
 
 import pytest
 
-from zkharness import (LOG4J, SLOW, PollAbort, Process, four_letter, free_port, poll,
+from zkharness import (LOG4J, SLOW, PollAbort, ZooKeeperProcess, four_letter, free_port, poll,
                        start_zookeeper)
 
 TICK_MS = 200
@@ -59,7 +59,7 @@ def _mode_of(srvr_answer):
     return None
 
 
-class EnsembleServer(Process):
+class EnsembleServer(ZooKeeperProcess):
     def __init__(self, myid, base_dir, client_port, quorum_port, election_port,
                  observer=False, host="127.0.0.1"):
         self.myid = myid
@@ -76,14 +76,6 @@ class EnsembleServer(Process):
         self.paused = False
         self.out = None
         self.starts = 0
-
-    @property
-    def hostport(self):
-        return "%s:%d" % (self.host, self.port)
-
-    @property
-    def log_path(self):
-        return os.path.join(self.dir, "zookeeper.log")
 
     def write_config(self, peers, tick_ms=TICK_MS, observer_master_port=None,
                      reconfig_enabled=False, client_in_server_lines=False):

@@ -153,7 +153,19 @@ def start_zookeeper(server_dir, conf_dir, cfg, extra_jars=(), extra_props=(),
     return proc, out
 
 
-class ZooKeeperServer(Process):
+class ZooKeeperProcess(Process):
+    """A ZooKeeper server process: its client address and its log."""
+
+    @property
+    def hostport(self):
+        return "%s:%d" % (self.host, self.port)
+
+    @property
+    def log_path(self):
+        return os.path.join(self.dir, "zookeeper.log")
+
+
+class ZooKeeperServer(ZooKeeperProcess):
     """A standalone ZooKeeper server in a fresh temp dir on a loopback port."""
 
     def __init__(self, port=None, tick_ms=200, min_session_ms=400, max_session_ms=10000):
@@ -163,14 +175,6 @@ class ZooKeeperServer(Process):
         self.tick_ms = tick_ms
         self.min_session_ms = min_session_ms
         self.max_session_ms = max_session_ms
-
-    @property
-    def hostport(self):
-        return "%s:%d" % (self.host, self.port)
-
-    @property
-    def log_path(self):
-        return os.path.join(self.dir, "zookeeper.log")
 
     def start(self, timeout=60):
         conf = os.path.join(self.dir, "conf")
