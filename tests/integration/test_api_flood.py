@@ -38,20 +38,29 @@ def test_app_is_answered_through_a_flood(agents, transport):
     lost = [p for p in polls if p.is_leader is not True or p.epoch != s["epoch"]]
     assert not lost, "leadership not kept: %r" % lost[:10]
     assert len(polls) >= 100, "too few polls to mean anything: %d" % len(polls)
-    # The flood itself was delivered, nearly all of it. The kernel refuses a
-    # connect at once (EAGAIN) only while the listen backlog (4,096) is full:
-    # when the agent stood still. It used to, twice in CI (1,405 of 16,000
-    # refused, and then the app's polls too): each growth of the descriptor
-    # table in a process with threads waits for an RCU grace period, and
-    # libevent closed freed sockets only after a whole burst of accepts. An
-    # ASan build on 2 cores can fall behind the churner a little (141 seen).
-    made = counts["churned"] + counts["half-sent held"] + counts["garbage"]
-    assert counts["connect failed"] <= (made + counts["connect failed"]) // 50, counts
     # The agent's descriptor table did not grow under the flood: it was
     # made big enough at start, and closed connections give their
     # descriptors back at once.
     assert fdsize(a1.pid) == fdsize0, "descriptor table grew from %d to %d" % (
         fdsize0, fdsize(a1.pid))
+    # The agent never stood still. The kernel refuses a connect at once
+    # (EAGAIN) only while the listen backlog (4,096) is full, and every
+    # accept lets the next connect in, so a stretch of refused connects
+    # lasts as long as the agent took nothing from a full backlog. It used
+    # to stand still, twice in CI (1,405 of 16,000 refused, and then the
+    # app's polls too): each growth of the descriptor table in a process
+    # with threads waits for an RCU grace period, and libevent closed freed
+    # sockets only after a whole burst of accepts. How many connects are
+    # refused says only how much faster the flooder is than the agent, which
+    # varies with the build and the machine (an ASan build in CI: 1,277 of
+    # 16,000 while every poll of the app was answered); it is printed.
+    # Staged here under ASan: the agent starved (nice 19, its core shared
+    # with three busy loops) refused 2,210 connects in stretches of at most
+    # 12 ms; the agent stopped (SIGSTOP) during the flood, one stretch of
+    # 145 ms, as long as the flood itself lasted.
+    longest = counts["longest refused stretch ms"]
+    assert longest < 100 * SLOW, (
+        "the agent took nothing from a full backlog for %.0f ms: %r" % (longest, counts))
     # And it is serving normally afterwards.
     a1.wait_for(lambda d: d["is_leader"] and d["epoch"] == s["epoch"], 10,
                 what="a1 still leads with its epoch")

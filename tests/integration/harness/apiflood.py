@@ -141,17 +141,33 @@ class Flood:
         self.held = []
         self.rng = random.Random(seed)
         self.counts = {"half-sent held": 0, "churned": 0, "garbage": 0,
-                       "connect failed": 0}
+                       "connect failed": 0, "longest refused stretch ms": 0.0}
+        self._refused_since = None
 
     def _open(self):
         try:
-            return connect(self.target, 5.0)
+            s = connect(self.target, 5.0)
         except OSError as e:
             self.counts["connect failed"] += 1
             why = "connect failed: %s" % (errno.errorcode.get(e.errno, e.errno)
                                           if e.errno else type(e).__name__)
             self.counts[why] = self.counts.get(why, 0) + 1
+            if self._refused_since is None:
+                self._refused_since = time.monotonic()
             return None
+        self._refused_end()
+        return s
+
+    def _refused_end(self):
+        """A stretch of refused connects ends: a connect went through (the
+        agent took one from the backlog) or the flood stopped. A slow agent
+        makes short stretches, each accept letting one more in; a stretch
+        lasts as long as the agent took nothing from a full backlog."""
+        if self._refused_since is not None:
+            ms = (time.monotonic() - self._refused_since) * 1000.0
+            if ms > self.counts["longest refused stretch ms"]:
+                self.counts["longest refused stretch ms"] = ms
+            self._refused_since = None
 
     def half_sent(self, n):
         """n connections, each with half a request line, held open."""
@@ -213,6 +229,7 @@ def _flood_child(target, rounds, hold_seconds, conn):
     try:
         for _ in range(rounds):
             standard_flood(fl)
+            fl._refused_end()
             time.sleep(hold_seconds)    # the half-sent stay held meanwhile
             fl.close()
         conn.send(fl.counts)
