@@ -6,9 +6,9 @@ installed, the agents talking to a ZooKeeper on the host's loopback
 the API answers; STATUS= in `systemctl status`), `systemctl reload`,
 `kill -9` (restarted, a higher epoch), a stalled agent (SIGSTOP) ended by
 systemd's watchdog, a hook and a supervised child inside the unit's
-hardening (and a hook writing outside it failing with a clear line), the
-agent's warnings at warning priority in the journal, and `systemctl stop`
-handing over between two containers.
+hardening (and a hook, and the child, writing outside it failing with a
+clear line), the agent's warnings at warning priority in the journal, and
+`systemctl stop` handing over between two containers.
 
 Measured (printed with -s): start to READY, restart after kill -9, watchdog
 restart, stop to handover. Skipped only where podman cannot run a container
@@ -37,8 +37,10 @@ fi
 """
 
 CHILD = """#!/bin/sh
-# The supervised child: says who it is, then runs until stopped.
+# The supervised child: says who it is, tries to write where the unit
+# allows no writes (and goes on when it cannot), then runs until stopped.
 echo "$$ $ZKELECT_EPOCH" > /run/zkelect/child.pid
+echo started > /var/lib/zkelect-child || true
 exec sleep 100000
 """
 
@@ -276,14 +278,24 @@ def test_hooks_and_child_inside_the_hardening(machines, zk_hostport):
     assert int(cepoch) == epoch
     assert "zkelectd@orders.service" in m.sh("cat /proc/%s/cgroup" % cpid).stdout
     assert m.sh("ps -o user= -p %s" % cpid).stdout.strip() == "zkelect"
+    # Its write to /var/lib failed (ProtectSystem=strict), and the journal
+    # has the shell's line for it, from the child (source "run").
+    poll(lambda: "zkelect-child: Read-only file system" in m.journal("orders"), 20,
+         interval=0.2, what="the child's failed write logged")
+    log = m.journal("orders")
+    line = re.search(r".*run\[\d+\]: .*/var/lib/zkelect-child: Read-only file system.*",
+                     log)
+    assert line, log
+    print("journal: " + line.group(0))
+    assert m.sh("test -e /var/lib/zkelect-child", check=False).returncode != 0
 
     # Resign: the child is stopped, on_follower runs and fails on its write
     # to /var/lib (ProtectSystem=strict), and the journal says so clearly.
     m.sh("zkelectctl -s /run/zkelect/orders.sock resign --hold 30s")
     poll(lambda: m.sh("kill -0 %s" % cpid, check=False).returncode != 0, 20, interval=0.2,
          what="the child stopped")
-    poll(lambda: "Read-only file system" in m.journal("orders"), 20, interval=0.2,
-         what="the failed write logged")
+    poll(lambda: "zkelect-demoted: Read-only file system" in m.journal("orders"), 20,
+         interval=0.2, what="the hook's failed write logged")
     log = m.journal("orders")
     assert re.search(r"/var/lib/zkelect-demoted: Read-only file system", log), log
     assert re.search(r"notify: on_follower .*(exit|status)", log), log
