@@ -11,7 +11,12 @@ restarted after each run, so there are always two candidates; each kill
 comes --quiet s (default 0.5) after both agents settled (the restarted one
 follows the leader), so its start-up is not inside the timed interval.
 
-    tests/bench/failover.py [--runs 5] [--timeouts 1s,2s,4s] [--quiet 0.5]
+With --pause the leader's agent is stopped whole (SIGSTOP, as a frozen VM)
+instead of killed, and continued (SIGCONT) once the successor leads: the
+continued agent's first answer must not be `is_leader: true` (its lease
+lapsed while it was stopped), and it follows the successor.
+
+    tests/bench/failover.py [--runs 5] [--timeouts 1s,2s,4s] [--quiet 0.5] [--pause]
 """
 
 import argparse
@@ -43,7 +48,7 @@ def wait_pair(leader, follower, quiet=0.0):
     bl.quiet(quiet)
 
 
-def run_timeout(zk, req_ms, runs, quiet):
+def run_timeout(zk, req_ms, runs, quiet, pause=False):
     aset = BenchAgentSet(zk.hostport, "/zkelect/bench-failover-%d" % req_ms)
     times = []
     try:
@@ -55,11 +60,21 @@ def run_timeout(zk, req_ms, runs, quiet):
         t_neg = leader.status()["session"]["timeout_ms"]
         for _ in range(runs):
             t0 = time.monotonic()
-            leader.kill()                       # SIGKILL and reap
+            if pause:
+                leader.pause()                  # SIGSTOP
+            else:
+                leader.kill()                   # SIGKILL and reap
             dt = bl.wait_leader_200(other.socket, t0, t_neg / 1000.0 + 30, interval=0.001,
                                     proc=other.proc)
             times.append(dt)
-            leader.start()
+            if pause:
+                leader.resume()                 # SIGCONT
+                first = leader.status(timeout=5.0)
+                if first is not None and first.get("is_leader"):
+                    raise SystemExit("the continued agent answered is_leader: true "
+                                     "while %s leads: %r" % (other.id, first))
+            else:
+                leader.start()
             leader, other = other, leader
             wait_pair(leader, other, quiet)
     finally:
@@ -74,20 +89,22 @@ def main():
                     help="requested session timeouts, comma-separated")
     ap.add_argument("--quiet", type=float, default=0.5,
                     help="seconds of quiet after both agents settled, before each kill")
+    ap.add_argument("--pause", action="store_true",
+                    help="SIGSTOP the leader's agent instead of kill -9 (SIGCONT after)")
     args = ap.parse_args()
     if not 1 <= args.runs <= 100:
         ap.error("--runs must be 1..100")
     reqs = [parse_dur(x) for x in args.timeouts.split(",") if x.strip()]
 
-    bl.header("failover: kill -9 of the leader's agent -> successor /v1/leader 200, "
-              "%d runs per timeout" % args.runs)
+    bl.header("failover: %s of the leader's agent -> successor /v1/leader 200, "
+              "%d runs per timeout" % ("SIGSTOP" if args.pause else "kill -9", args.runs))
     zk = ZooKeeperServer(tick_ms=TICK_MS, min_session_ms=2 * TICK_MS,
                          max_session_ms=max(20000, max(reqs))).start()
     print("ZooKeeper tickTime %d ms, minSessionTimeout %d ms" % (TICK_MS, 2 * TICK_MS))
     results = []
     try:
         for req in reqs:
-            t_neg, times = run_timeout(zk, req, args.runs, args.quiet)
+            t_neg, times = run_timeout(zk, req, args.runs, args.quiet, args.pause)
             results.append((req, t_neg, times))
     finally:
         zk.cleanup()
