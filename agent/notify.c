@@ -536,6 +536,9 @@ notify_proc_report(struct notify_proc *p)
 		return;
 	event_free(p->ev_ctl);
 	p->ev_ctl = NULL;
+	/* Now its output, under the pid just learnt (or the guard's). */
+	if (p->ev_out != NULL)
+		event_add(p->ev_out, NULL);
 	if (rc == -1)
 		return;
 	p->cmd = pid;
@@ -639,8 +642,17 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	    notify_out_cb, p);
 	p->ev_ctl = event_new(n->agent->base, p->g.ctl, EV_READ | EV_PERSIST,
 	    notify_ctl_cb, p);
-	event_add(p->ev_out, NULL);
-	event_add(p->ev_ctl, NULL);
+	/*
+	 * The guard reports the command's pid once its exec has worked, and
+	 * the command may print before that: its output is read only after
+	 * the report (or the guard's end), so that every line carries the
+	 * pid its "started (pid N" line gives. A command that fills the pipe
+	 * meanwhile waits for moments; the guard does not.
+	 */
+	if (p->ev_ctl != NULL)
+		event_add(p->ev_ctl, NULL);
+	else
+		event_add(p->ev_out, NULL);
 	return 0;
 }
 

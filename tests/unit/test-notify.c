@@ -837,6 +837,45 @@ START_TEST(test_hook_failure)
 }
 END_TEST
 
+/*
+ * A hook's output is logged under the hook's own pid, the one its
+ * "started (pid N" line gives, even when it prints before its guard has
+ * reported that pid (the guard reports once the exec has worked). The
+ * hook prints its pid at once; 30 terms make the race likely.
+ */
+START_TEST(test_hook_output_under_its_pid)
+{
+	char *log, *at, want[64];
+	int i, lines = 0;
+
+	conf.notify_on_leader = script("leader.sh", NULL,
+	    "echo \"pid $$\"\n");
+	for (i = 1; i <= 30; i++) {
+		gain((uint64_t)i);
+		lose((uint64_t)i, true, 5000);
+		wait_idle();
+	}
+	log = logtext();
+	for (at = strstr(log, "]: pid "); at != NULL;
+	    at = strstr(at + 1, "]: pid ")) {
+		const char *open = at, *pid = at + strlen("]: pid ");
+		size_t n = strspn(pid, "0123456789");
+
+		while (open > log && open[-1] != '[')
+			open--;
+		ck_assert_msg(n > 0 && (size_t)(at - open) == n &&
+		    strncmp(open, pid, n) == 0, "a hook's line under another "
+		    "pid: %.*s", (int)(strchr(at, '\n') - open + 1), open - 1);
+		snprintf(want, sizeof(want), "started (pid %.*s,", (int)n, pid);
+		ck_assert_msg(strstr(log, want) != NULL, "no '%s' in the log",
+		    want);
+		lines++;
+	}
+	ck_assert_int_eq(lines, 30);
+	free(log);
+}
+END_TEST
+
 /* on_leader_failure: resign: a failed on_leader resigns, with a hold
  * that doubles on each failure in a row. */
 START_TEST(test_hook_failure_resigns)
@@ -1145,6 +1184,7 @@ notify_suite(void)
 	tcase_add_test(tc, test_hook_timeout);
 	tcase_add_test(tc, test_hook_timeout_sigkill);
 	tcase_add_test(tc, test_hook_failure);
+	tcase_add_test(tc, test_hook_output_under_its_pid);
 	tcase_add_test(tc, test_hook_failure_resigns);
 	suite_add_tcase(s, tc);
 
