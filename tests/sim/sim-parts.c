@@ -9,7 +9,11 @@
  * rounded up to ticks), with per-agent FIFO links that can be cut, and
  * the C client's pings, 2T/3 give-up, reconnects and watch re-arming.
  * With --failover that leader also fails, and a new one takes over with a
- * new session tracker (zkelect-sim's fault 17).
+ * new session tracker (zkelect-sim's fault 17). With --shape, zkelect-sim's
+ * shapes of deployment as switches of this model (p_shapes_init): a
+ * deposed leader serving its side, observers relaying touches through an
+ * ObserverMaster, tickTime = T/2, a lower maxSessionTimeout on some
+ * servers.
  * Checked at every step (README.md, "Partitions"): one owner per
  * partition at any instant, each partition's epochs grow, balance after
  * the faults heal, and a graceful leave moves only the leaver's
@@ -195,7 +199,6 @@ struct psrv {
 	bool		 observer;
 	int		 master;	/* an observer's ObserverMaster */
 	int		 max_timeout_ms;
-	bool		 voter;
 	bool		 down;		/* stopped (a master), or an observer
 					   whose master is gone */
 	bool		 dep_side;	/* the deposed leader, or attached to it */
@@ -356,6 +359,8 @@ struct psim {
 	int64_t		 dep_zxid;	/* what it has applied */
 	struct ptree	 dep_tree[PT_MAX];	/* ... and its tree */
 	uint64_t	 depositions, relays_lost, shrinks, master_stops;
+	uint64_t	 dep_under;	/* depositions with a partition's
+					   leader on the deposed side */
 	struct pconn	*conns;
 	uint64_t	 next_conn;
 	struct phandle	*handles;
@@ -404,8 +409,9 @@ static unsigned opt_shapes;
 #define SH_RELAY	0x2	/* observers behind an ObserverMaster */
 #define SH_TICK_HALF	0x4	/* tickTime = T/2 */
 #define SH_DEPOSED	0x8	/* the ZooKeeper leader deposed */
-/* --break naive: the old lease (s + 2T/3, renew every T/5) in every
- * partition, as zkelect-sim's --legacy. */
+/* --break naive: the old lease (s + 2T/3 from each renewal sent at s) in
+ * every partition, as zkelect-sim's --legacy; the session's renewal keeps
+ * its cadence (zk.c's, shape.renew). */
 #define BREAK_NAIVE	3
 /* --break srvr: the driver never learns what its server is (zk.c when
  * srvr is not allowed: an observer taken for a voting server). */
@@ -1239,6 +1245,20 @@ p_depose(void)
 			c->dep = true;
 			sw_drop_conn(c);	/* nothing commits there */
 		}
+	for (n = 0; n < S->nagents; n++) {
+		const struct pagent *a = &S->agents[n];
+
+		if (!a->running || a->h == NULL || a->h->conn == NULL ||
+		    !a->h->conn->dep)
+			continue;
+		for (k = 0; k < S->nparts; k++)
+			if (a->e[k].role == ELECTION_LEADER)
+				break;
+		if (k < S->nparts) {
+			S->dep_under++;
+			break;
+		}
+	}
 	detect = 5 * S->tick + p_below(S->tick);
 	elect = p_range(50000, 600000);
 	p_trace("zk s%d: the ZooKeeper leader is DEPOSED (side:%s%s%s%s%s); a "
@@ -2028,8 +2048,9 @@ h_read(struct pmsg *m)
 		h->connected = true;
 		h_session_event(h, SESSION_CONNECTED);
 		/* zk.c asks the server what it is (srvr, a round trip on a
-		 * connection of its own): EV_SERVER for this connection. */
-		if ((opt_shapes & SH_RELAY) && opt_break != BREAK_SRVR)
+		 * connection of its own): EV_SERVER for this connection
+		 * (with --shape; the one server alone leaves it unknown). */
+		if (opt_shapes != 0 && opt_break != BREAK_SRVR)
 			p_at(S->now + p_delay() + p_delay(), p_srvr_cb, h,
 			    c->id);
 		for (r = h->out; r != NULL; r = r->next)
@@ -3297,7 +3318,9 @@ p_fault_cb(void *p, uint64_t unused)
 	if (opt_shapes & SH_DEPOSED) {
 		kinds[nk++] = 7;
 		kinds[nk++] = 7;
-	}
+	} else if (opt_shapes & SH_SHRINK)
+		kinds[nk++] = 7;	/* a new leader restores the creation
+					   timeout (zkelect-sim does the same) */
 	if (opt_shapes & SH_RELAY) {
 		kinds[nk++] = 8;
 		kinds[nk++] = 8;
@@ -3572,7 +3595,6 @@ p_shapes_init(void)
 	int i, j, k, n;
 
 	S->nservers = S->nvoters = 1;
-	S->srv[0].voter = true;
 	S->srv[0].max_timeout_ms = 20 * S->tick_ms;
 	if (opt_shapes == 0)
 		return;
@@ -3587,10 +3609,8 @@ p_shapes_init(void)
 			S->srv[i].master = (int)p_range(1, 2);
 		}
 	}
-	for (i = 0; i < S->nservers; i++) {
-		S->srv[i].voter = !S->srv[i].observer;
+	for (i = 0; i < S->nservers; i++)
 		S->srv[i].max_timeout_ms = 20 * S->tick_ms;
-	}
 	if (opt_shapes & SH_SHRINK) {
 		/* Mixed limits, as zkelect-sim: a server or two with a lower
 		 * maxSessionTimeout (T/2 or 2T/3, never under 2 ticks). */
@@ -3723,7 +3743,7 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
 			 moved, failovers, depositions, relays_lost, shrinks,
-			 master_stops;
+			 master_stops, dep_under;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3751,6 +3771,7 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->relays_lost += st.relays_lost;
 		t->shrinks += st.shrinks;
 		t->master_stops += st.master_stops;
+		t->dep_under += st.dep_under;
 		t->sim_s += (double)st.now / 1e6;
 		x = (double)st.max_settle / (double)st.T;
 		if (x > t->max_settle_t) {
@@ -3779,7 +3800,7 @@ usage(void)
 	    "  --partitions P   1 to %d (default 8)\n"
 	    "  --break lease    the answer ignores the lease (role alone)\n"
 	    "  --break sticky   the assignment ignores the current owners\n"
-	    "  --break naive    the old lease (s + 2T/3, renew every T/5)\n"
+	    "  --break naive    the old lease (s + 2T/3 from a renewal at s)\n"
 	    "  --break srvr     observers taken for voting servers\n"
 	    "  --break asked    the timeout asked for taken for the one given\n"
 	    "  --expect-failure exit 0 only if some seed fails\n"
@@ -3922,6 +3943,7 @@ main(int argc, char *argv[])
 			tot.relays_lost += part.relays_lost;
 			tot.shrinks += part.shrinks;
 			tot.master_stops += part.master_stops;
+			tot.dep_under += part.dep_under;
 			tot.sim_s += part.sim_s;
 			if (part.max_settle_t > tot.max_settle_t) {
 				tot.max_settle_t = part.max_settle_t;
@@ -3947,9 +3969,10 @@ main(int argc, char *argv[])
 	if (opt_failover)
 		printf(", %" PRIu64 " ZooKeeper leader failovers",
 		    tot.failovers);
-	if (opt_shapes & SH_DEPOSED)
-		printf(", %" PRIu64 " ZooKeeper leaders deposed",
-		    tot.depositions);
+	if (opt_shapes & (SH_DEPOSED | SH_SHRINK))
+		printf(", %" PRIu64 " ZooKeeper leaders deposed (%" PRIu64
+		    " with a partition's leader on its side)",
+		    tot.depositions, tot.dep_under);
 	if (opt_shapes & SH_RELAY)
 		printf(", %" PRIu64 " ObserverMaster stops (%" PRIu64
 		    " relays lost)", tot.master_stops, tot.relays_lost);
