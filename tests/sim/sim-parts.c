@@ -9,7 +9,11 @@
  * rounded up to ticks), with per-agent FIFO links that can be cut, and
  * the C client's pings, 2T/3 give-up, reconnects and watch re-arming.
  * With --failover that leader also fails, and a new one takes over with a
- * new session tracker (zkelect-sim's fault 17).
+ * new session tracker (zkelect-sim's fault 17). With --shape, zkelect-sim's
+ * shapes of deployment as switches of this model (p_shapes_init): a
+ * deposed leader serving its side, observers relaying touches through an
+ * ObserverMaster, tickTime = T/2, a lower maxSessionTimeout on some
+ * servers.
  * Checked at every step (README.md, "Partitions"): one owner per
  * partition at any instant, each partition's epochs grow, balance after
  * the faults heal, and a graceful leave moves only the leaver's
@@ -41,6 +45,9 @@
 #define PW_MAX		64	/* a client's watches */
 #define NAME		ELECTION_NAME_MAX
 #define STOP_WAIT_MS	5000	/* AGENT_PARTS_STOP_WAIT_MS */
+#define PS_MAX		8	/* servers (--shape) */
+#define PR_RING		2048	/* touches relayed, in flight */
+#define PR_SESS		16	/* sessions in one report */
 
 typedef uint64_t stime;		/* true time, microseconds */
 typedef void (*pfn)(void *p, uint64_t a);
@@ -134,6 +141,10 @@ struct pconn {
 	struct pconn	*next;
 	uint64_t	 id;
 	int		 agent;
+	int		 server;	/* --shape: the server it is on */
+	bool		 dep;		/* on the deposed leader's side */
+	bool		 hung;		/* a request that never commits: what
+					   follows it waits too */
 	bool		 client_open, server_open;
 	int64_t		 session;
 	stime		 c2s_last, s2c_last;
@@ -162,6 +173,8 @@ struct ptree {
 struct psess {
 	int64_t		 id;
 	int		 timeout_ms;
+	int		 create_timeout_ms;	/* a new leader restores it */
+	bool		 dep_alive;	/* alive in the deposed leader's view */
 	stime		 expiry;
 	bool		 alive;
 	struct pconn	*conn;
@@ -173,6 +186,31 @@ struct swatch {
 	int		 tree;
 	char		 name[NAME];
 	enum wkind	 kind;
+};
+
+/*
+ * --shape: the servers a connection can be on. The tree and the session
+ * tracker are still the ZooKeeper leader's alone; a server is what a
+ * connection sees of them: its maxSessionTimeout (shrink), whether it is
+ * an observer whose touches go through an ObserverMaster (relay), whether
+ * it is on the deposed leader's side (deposed).
+ */
+struct psrv {
+	bool		 observer;
+	int		 master;	/* an observer's ObserverMaster */
+	int		 max_timeout_ms;
+	bool		 down;		/* stopped (a master), or an observer
+					   whose master is gone */
+	bool		 dep_side;	/* the deposed leader, or attached to it */
+	int64_t		 touched[PR_SESS];
+	int		 ntouched;
+};
+
+/* Touches on their way: observer -> master, or master -> leader. */
+struct prelay {
+	int		 to;		/* the master, or -1 for the leader */
+	int		 n;
+	int64_t		 s[PR_SESS];
 };
 
 /* --- The client --- */
@@ -220,6 +258,8 @@ struct phandle {
 	int		 nw;
 	uint64_t	 ver;
 	struct pmsg	*pend, **pend_tail;	/* arrived while paused */
+	int		 perm[PS_MAX];	/* --shape: its server list, shuffled */
+	int		 next_srv;
 };
 
 /* --- The agents --- */
@@ -308,6 +348,19 @@ struct psim {
 	bool		 zk_down;
 	stime		 tick_phase;
 	uint64_t	 expiry_gen, failovers;
+	/* --shape */
+	int		 nservers, nvoters, zk_leader;
+	struct psrv	 srv[PS_MAX];
+	struct prelay	 relay[PR_RING];
+	int		 relay_next, relay_inflight;
+	bool		 dep_active;	/* a deposed leader serves its side */
+	bool		 dep_leaderless;	/* ... and no new leader yet */
+	bool		 dep_hang;	/* a write to it: its syncs hang */
+	int64_t		 dep_zxid;	/* what it has applied */
+	struct ptree	 dep_tree[PT_MAX];	/* ... and its tree */
+	uint64_t	 depositions, relays_lost, shrinks, master_stops;
+	uint64_t	 dep_under;	/* depositions with a partition's
+					   leader on the deposed side */
 	struct pconn	*conns;
 	uint64_t	 next_conn;
 	struct phandle	*handles;
@@ -349,6 +402,23 @@ static bool opt_no_recreate;
 /* --failover: the ZooKeeper leader's failure is one of the faults drawn
  * (without it, the draws, and so every seed, are as before). */
 static bool opt_failover;
+/* --shape: zkelect-sim's shapes of deployment, in this model (README.md,
+ * "Partitions"). Without it, the draws, and so every seed, are as before. */
+static unsigned opt_shapes;
+#define SH_SHRINK	0x1	/* mixed maxSessionTimeout */
+#define SH_RELAY	0x2	/* observers behind an ObserverMaster */
+#define SH_TICK_HALF	0x4	/* tickTime = T/2 */
+#define SH_DEPOSED	0x8	/* the ZooKeeper leader deposed */
+/* --break naive: the old lease (s + 2T/3 from each renewal sent at s) in
+ * every partition, as zkelect-sim's --legacy; the session's renewal keeps
+ * its cadence (zk.c's, shape.renew). */
+#define BREAK_NAIVE	3
+/* --break srvr: the driver never learns what its server is (zk.c when
+ * srvr is not allowed: an observer taken for a voting server). */
+#define BREAK_SRVR	4
+/* --break asked: the agent is told the timeout it asked for, not the one
+ * the server negotiated (a lower one, with --shape shrink). */
+#define BREAK_ASKED	5
 
 static void p_client_drop(struct phandle *, bool eof);
 static void p_agent_push(struct pagent *, struct item *);
@@ -361,6 +431,7 @@ static void p_schedule_tick(struct pagent *);
 static void p_check_owners(int part);
 static void p_check_settled(void);
 static void p_heal_at(stime t);
+static void p_shapes_init(void);
 
 static uint64_t
 p_rand(void)
@@ -559,6 +630,8 @@ msg_new(enum mtype type, struct pconn *c)
 
 static void p_server_recv(void *, uint64_t);
 static void p_client_recv(void *, uint64_t);
+static void p_srvr_cb(void *, uint64_t);
+static void p_server_refuse(struct pconn *, bool);
 
 static void
 p_send(struct pmsg *m, bool to_server)
@@ -604,6 +677,25 @@ sess_touch(struct psess *z)
 
 	if (e > z->expiry)
 		z->expiry = e;
+}
+
+/* A touch where C is: at the leader, or in an observer's table, reported
+ * to its ObserverMaster at the leader's next ping (p_relay_cb). */
+static void
+p_touch(struct pconn *c, struct psess *z)
+{
+	struct psrv *sv = &S->srv[c->server];
+	int i;
+
+	if (!sv->observer) {
+		sess_touch(z);
+		return;
+	}
+	for (i = 0; i < sv->ntouched; i++)
+		if (sv->touched[i] == z->id)
+			return;
+	if (sv->ntouched < PR_SESS)
+		sv->touched[sv->ntouched++] = z->id;
 }
 
 static int
@@ -858,10 +950,12 @@ p_takeover_cb(void *p, uint64_t unused)
 	(void)p;
 	(void)unused;
 	S->zk_down = false;
+	S->dep_leaderless = false;
 	S->tick_phase = p_below(S->tick);
 	S->zxid = ((S->zxid >> 32) + 1) << 32;
 	for (i = 0; i < S->nsess; i++) {
 		S->sess[i].conn = NULL;
+		S->sess[i].timeout_ms = S->sess[i].create_timeout_ms;
 		if (S->sess[i].alive)
 			S->sess[i].expiry = round_up(S->now +
 			    (stime)S->sess[i].timeout_ms * 1000);
@@ -891,7 +985,7 @@ p_zk_fail(void)
 	stime d = p_range(50000, 600000), heal;
 	struct pconn *c;
 
-	if (S->zk_down)
+	if (S->zk_down || S->dep_active)
 		return;
 	if (host)
 		d += 5 * S->tick + p_below(S->tick / 2);
@@ -915,6 +1009,269 @@ p_zk_fail(void)
 	p_heal_at(S->now + d > heal ? S->now + d : heal);
 }
 
+/* --- The shapes (--shape) --- */
+
+static void
+p_relay_arrive_cb(void *p, uint64_t i)
+{
+	struct prelay *r = &S->relay[i];
+	struct psrv *mv;
+	struct psess *z;
+	int k, j;
+
+	(void)p;
+	S->relay_inflight--;
+	if (S->zk_down || S->dep_leaderless || (r->to >= 0 &&
+	    (S->srv[r->to].down || S->srv[r->to].dep_side))) {
+		S->relays_lost++;
+		p_trace("zk: %d touches relayed %s are LOST", r->n, r->to >= 0 ?
+		    "from an observer" : "to the leader");
+		return;
+	}
+	if (r->to < 0 || r->to == S->zk_leader) {
+		for (k = 0; k < r->n; k++)
+			if ((z = sess_find(r->s[k])) != NULL && z->alive)
+				sess_touch(z);
+		return;
+	}
+	mv = &S->srv[r->to];
+	for (k = 0; k < r->n; k++) {
+		for (j = 0; j < mv->ntouched; j++)
+			if (mv->touched[j] == r->s[k])
+				break;
+		if (j == mv->ntouched && mv->ntouched < PR_SESS)
+			mv->touched[mv->ntouched++] = r->s[k];
+	}
+}
+
+/* The leader pings its learners every tick/2 (Learner.ping): each answers
+ * with the sessions touched since; an observer answers its ObserverMaster,
+ * which reports them in its own next answer. */
+static void
+p_relay_cb(void *p, uint64_t unused)
+{
+	struct psrv *sv;
+	struct prelay *r;
+	int s, i;
+
+	(void)p;
+	(void)unused;
+	for (s = 0; s < S->nservers; s++) {
+		sv = &S->srv[s];
+		if (s == S->zk_leader || sv->ntouched == 0)
+			continue;
+		if (sv->down) {
+			sv->ntouched = 0;
+			continue;
+		}
+		if (S->relay_inflight++ == PR_RING) {
+			p_fail("too many reports of touches in flight");
+			return;
+		}
+		i = S->relay_next++ % PR_RING;
+		r = &S->relay[i];
+		r->to = sv->observer ? sv->master : -1;
+		r->n = sv->ntouched;
+		memcpy(r->s, sv->touched, sizeof(r->s));
+		sv->ntouched = 0;
+		p_at(S->now + p_delay(), p_relay_arrive_cb, NULL, (uint64_t)i);
+	}
+	if (!S->stop)
+		p_at(S->now + S->tick / 2, p_relay_cb, NULL, 0);
+}
+
+/* Closes the clients of server s (it stops serving). */
+static void
+p_server_close_all(int s, bool dep_only, bool live_only)
+{
+	struct pconn *c;
+
+	for (c = S->conns; c != NULL; c = c->next)
+		if (c->server_open && (s < 0 || c->server == s) &&
+		    (!dep_only || c->dep) && (!live_only || !c->dep))
+			p_server_refuse(c, true);
+}
+
+static void
+p_master_up_cb(void *p, uint64_t m)
+{
+	int o;
+
+	(void)p;
+	S->srv[m].down = false;
+	for (o = 0; o < S->nservers; o++)
+		if (S->srv[o].observer && S->srv[o].master == (int)m)
+			S->srv[o].down = false;
+	p_trace("zk s%d: the ObserverMaster is back", (int)m);
+}
+
+/* Its observers hear nothing for syncLimit ticks: they stop serving. */
+static void
+p_master_gone_cb(void *p, uint64_t m)
+{
+	int o;
+
+	(void)p;
+	if (!S->srv[m].down)
+		return;
+	for (o = 0; o < S->nservers; o++)
+		if (S->srv[o].observer && S->srv[o].master == (int)m) {
+			p_trace("zk s%d: the observer lost its master; stops "
+			    "serving", o);
+			S->srv[o].down = true;
+			S->srv[o].ntouched = 0;
+			p_server_close_all(o, false, false);
+		}
+}
+
+/*
+ * --shape relay: an ObserverMaster's process exits for a while. Its clients
+ * see their connections close; its observers serve on for syncLimit ticks,
+ * answering pings, and the touches they relay to it are lost.
+ */
+static void
+p_master_stop(void)
+{
+	int o = S->nvoters + (int)p_below((uint64_t)(S->nservers -
+	    S->nvoters)), m = S->srv[o].master;
+	stime d = p_range(S->T / 6, 3 * S->T);
+
+	if (m == S->zk_leader || S->srv[m].down || S->zk_down || S->dep_active)
+		return;
+	S->master_stops++;
+	S->srv[m].down = true;
+	S->srv[m].ntouched = 0;
+	p_trace("zk s%d: the ObserverMaster STOPS for %" PRIu64 " ms", m,
+	    d / 1000);
+	p_server_close_all(m, false, false);
+	p_at(S->now + 5 * S->tick, p_master_gone_cb, NULL, (uint64_t)m);
+	p_at(S->now + d, p_master_up_cb, NULL, (uint64_t)m);
+	p_heal_at(S->now + d + 2 * S->T / 3 + S->T / 60);
+}
+
+/* The deposed leader sees it lost its quorum: its side stops serving. */
+static void
+p_dep_end_cb(void *p, uint64_t unused)
+{
+	int s;
+
+	(void)p;
+	(void)unused;
+	p_trace("zk (deposed): lost its quorum; stops serving");
+	p_server_close_all(-1, true, false);
+	S->dep_active = false;
+	S->dep_hang = false;
+	for (s = 0; s < S->nservers; s++)
+		S->srv[s].dep_side = false;
+}
+
+/* The others elected a new leader: a new session tracker (p_takeover_cb);
+ * the deposed one serves its side for up to a tick more. */
+static void
+p_dep_takeover_cb(void *p, uint64_t unused)
+{
+	int pick[PS_MAX], n = 0, s;
+	stime d;
+
+	(void)p;
+	(void)unused;
+	for (s = 0; s < S->nvoters; s++)
+		if (!S->srv[s].dep_side && !S->srv[s].down)
+			pick[n++] = s;
+	if (n == 0)
+		for (s = 0; s < S->nvoters; s++)
+			if (!S->srv[s].dep_side)
+				pick[n++] = s;
+	S->zk_leader = pick[p_below((uint64_t)n)];
+	p_trace("zk s%d: LEADS the ensemble", S->zk_leader);
+	p_takeover_cb(NULL, 0);
+	d = p_chance(50) ? S->tick : p_below(S->tick + 1);
+	p_trace("zk (deposed): serves its side %" PRIu64 " ms more", d / 1000);
+	p_at(S->now + d, p_dep_end_cb, NULL, 0);
+}
+
+/* The followers that lost the leader stop serving their clients. */
+static void
+p_dep_detect_cb(void *p, uint64_t unused)
+{
+	(void)p;
+	(void)unused;
+	p_trace("zk: the followers lost the leader; stop serving");
+	p_server_close_all(-1, false, true);
+}
+
+/*
+ * --shape deposed: the ZooKeeper leader is cut off from the quorum, with
+ * (one time in two, in a five-voter ensemble) a follower still attached,
+ * and the observers behind it. That side goes on answering its clients'
+ * pings (its touches count for nothing), reads (from its tree, frozen) and
+ * syncs (at once, unless a write was sent to it: that never commits, nor
+ * does anything behind it), until a tick after a new leader took over.
+ * The others stop serving after syncLimit ticks; an election follows; the
+ * new leader's session tracker starts afresh at another tick phase.
+ */
+static void
+p_depose(void)
+{
+	int L = S->zk_leader, s, n = 0, pick[PS_MAX], k;
+	struct pconn *c;
+	stime detect, elect;
+
+	if (S->zk_down || S->dep_active)
+		return;
+	for (s = 0; s < S->nservers; s++)
+		if (S->srv[s].down)
+			return;		/* one fault of the ensemble at once */
+	S->dep_active = S->dep_leaderless = true;
+	S->dep_hang = false;
+	S->depositions++;
+	S->dep_zxid = S->zxid;
+	memcpy(S->dep_tree, S->tree, sizeof(S->tree));
+	for (s = 0; s < S->nservers; s++)
+		S->srv[s].dep_side = s == L;
+	if (S->nvoters >= 5 && p_chance(50)) {
+		for (s = 0; s < S->nvoters; s++)
+			if (s != L)
+				pick[n++] = s;
+		S->srv[pick[p_below((uint64_t)n)]].dep_side = true;
+	}
+	for (s = S->nvoters; s < S->nservers; s++)
+		S->srv[s].dep_side = S->srv[S->srv[s].master].dep_side;
+	for (k = 0; k < S->nsess; k++)
+		S->sess[k].dep_alive = S->sess[k].alive;
+	S->expiry_gen++;	/* nothing expires until a new leader */
+	for (c = S->conns; c != NULL; c = c->next)
+		if (c->server_open && S->srv[c->server].dep_side) {
+			c->dep = true;
+			sw_drop_conn(c);	/* nothing commits there */
+		}
+	for (n = 0; n < S->nagents; n++) {
+		const struct pagent *a = &S->agents[n];
+
+		if (!a->running || a->h == NULL || a->h->conn == NULL ||
+		    !a->h->conn->dep)
+			continue;
+		for (k = 0; k < S->nparts; k++)
+			if (a->e[k].role == ELECTION_LEADER)
+				break;
+		if (k < S->nparts) {
+			S->dep_under++;
+			break;
+		}
+	}
+	detect = 5 * S->tick + p_below(S->tick);
+	elect = p_range(50000, 600000);
+	p_trace("zk s%d: the ZooKeeper leader is DEPOSED (side:%s%s%s%s%s); a "
+	    "new leader in %" PRIu64 " ms", L,
+	    S->srv[0].dep_side ? " s0" : "", S->srv[1].dep_side ? " s1" : "",
+	    S->srv[2].dep_side ? " s2" : "", S->srv[3].dep_side ? " s3" : "",
+	    S->srv[4].dep_side ? " s4" : "", (detect + elect) / 1000);
+	p_at(S->now + detect, p_dep_detect_cb, NULL, 0);
+	p_at(S->now + detect + elect, p_dep_takeover_cb, NULL, 0);
+	p_heal_at(S->now + detect + elect + S->tick + 2 * S->T / 3 +
+	    S->T / 60);
+}
+
 static void
 p_stat_child(const struct pnode *n, struct prep *rep)
 {
@@ -929,7 +1286,8 @@ p_stat_child(const struct pnode *n, struct prep *rep)
 static void
 p_server_req(struct pconn *c, struct psess *z, const struct preq *q)
 {
-	struct ptree *t = &S->tree[q->tree], copy;
+	struct ptree *t = c->dep ? &S->dep_tree[q->tree] : &S->tree[q->tree];
+	struct ptree copy;
 	struct fired f[8];
 	struct pmsg *rm = msg_new(M_REPLY, c);
 	struct prep *rep = &rm->rep;
@@ -961,7 +1319,7 @@ p_server_req(struct pconn *c, struct psess *z, const struct preq *q)
 			rep->rc = ZNONODE;
 			break;
 		}
-		if (q->watch)
+		if (q->watch && !c->dep)
 			sw_add(c, q->tree, q->op[0].name, WK_DATA);
 		break;
 	case O_CHILDREN:
@@ -974,7 +1332,7 @@ p_server_req(struct pconn *c, struct psess *z, const struct preq *q)
 			abort();
 		for (i = 0; i < t->n; i++)
 			rep->children[rep->nchildren++] = strdup(t->c[i].name);
-		if (q->watch)
+		if (q->watch && !c->dep)
 			sw_add(c, q->tree, "", WK_CHILD);
 		break;
 	default:
@@ -1005,13 +1363,57 @@ p_server_req(struct pconn *c, struct psess *z, const struct preq *q)
 	p_server_reply(c, rm);
 }
 
+/* The server refuses or closes C ("client must try another server"). */
+static void
+p_server_refuse(struct pconn *c, bool eof)
+{
+	c->server_open = false;
+	sw_drop_conn(c);
+	if (eof)
+		p_send(msg_new(M_EOF, c), false);
+}
+
+/* What a deposed leader (or a follower still attached to it) does with a
+ * request: reads from its tree, a sync at once unless a proposal is out
+ * (Leader.processSync), a write never commits, nor anything behind it. */
+static void
+p_dep_req(struct pconn *c, const struct preq *q)
+{
+	switch (q->op[0].type) {
+	case O_SYNC:
+		if (S->dep_hang) {
+			c->hung = true;
+			return;
+		}
+		/* FALLTHROUGH */
+	case O_EXISTS:
+	case O_GET:
+	case O_CHILDREN:
+		p_server_req(c, NULL, q);
+		return;
+	default:
+		S->dep_hang = c->hung = true;
+		p_trace("zk (deposed): a%d's write will never commit", c->agent);
+		return;
+	}
+}
+
+/* A write or a sync needs a leader: without one it waits for ever. */
+static bool
+p_needs_leader(const struct preq *q)
+{
+	return q->op[0].type != O_EXISTS && q->op[0].type != O_GET &&
+	    q->op[0].type != O_CHILDREN;
+}
+
 static void
 p_server_recv(void *p, uint64_t unused)
 {
 	struct pmsg *m = p, *rm;
 	struct pconn *c = m->c;
 	struct psess *z;
-	int i;
+	const struct ptree *trees = S->tree;
+	int i, timeout;
 
 	(void)unused;
 	if (!c->server_open) {
@@ -1027,9 +1429,55 @@ p_server_recv(void *p, uint64_t unused)
 		msg_free(m);
 		return;
 	}
+	if (m->type == M_CONNECT && opt_shapes != 0) {
+		struct psrv *sv = &S->srv[c->server];
+
+		if (sv->down || (S->dep_leaderless && !sv->dep_side) ||
+		    (sv->dep_side && m->zxid > S->dep_zxid)) {
+			/* Stopped, looking for a leader, or behind what the
+			 * client has seen. */
+			p_server_refuse(c, m->type != M_FIN);
+			msg_free(m);
+			return;
+		}
+		c->dep = S->dep_active && sv->dep_side;
+	}
+	if (c->dep)
+		trees = S->dep_tree;
 	switch (m->type) {
 	case M_CONNECT:
 		rm = msg_new(M_CONNECTED, c);
+		/* minSessionTimeout 2 ticks, maxSessionTimeout this server's
+		 * (--shape; 20 ticks, or lower with shrink). */
+		timeout = m->timeout_ms;
+		if (opt_shapes != 0) {
+			if (timeout < 2 * S->tick_ms)
+				timeout = 2 * S->tick_ms;
+			if (timeout > S->srv[c->server].max_timeout_ms)
+				timeout = S->srv[c->server].max_timeout_ms;
+		}
+		if (c->dep) {
+			/* It still thinks it leads: a new session never
+			 * commits; a reconnect revalidates in its own
+			 * tracker, which nobody will read again. */
+			if (m->session == 0 ||
+			    (z = sess_find(m->session)) == NULL) {
+				msg_free(rm);
+				break;
+			}
+			rm->valid = z->dep_alive;
+			rm->session = z->id;
+			rm->timeout_ms = timeout;
+			c->session = z->id;
+			p_send(rm, false);
+			if (!rm->valid) {
+				c->server_open = false;
+				break;
+			}
+			p_trace("a%d: connects to the deposed leader's side "
+			    "(s%d)", c->agent, c->server);
+			goto setwatches;
+		}
 		if (m->session == 0) {
 			if (S->nsess == S->capsess) {
 				S->capsess = S->capsess ? S->capsess * 2 : 16;
@@ -1041,7 +1489,7 @@ p_server_recv(void *p, uint64_t unused)
 			z = &S->sess[S->nsess++];
 			memset(z, 0, sizeof(*z));
 			z->id = S->next_session++;
-			z->timeout_ms = m->timeout_ms;
+			z->timeout_ms = z->create_timeout_ms = timeout;
 			z->alive = true;
 			z->agent = c->agent;
 			S->zxid++;	/* createSession */
@@ -1062,16 +1510,28 @@ p_server_recv(void *p, uint64_t unused)
 		}
 		z->conn = c;
 		c->session = z->id;
-		sess_touch(z);
+		/* A revalidation touches with the timeout negotiated on this
+		 * connection (--shape shrink: lower than it was). */
+		if (z->timeout_ms != timeout) {
+			p_trace("zk: session %" PRIx64 " of a%d now has "
+			    "timeout %d ms (was %d), on s%d", (uint64_t)z->id,
+			    z->agent, timeout, z->timeout_ms, c->server);
+			if (timeout < z->timeout_ms)
+				S->shrinks++;
+			z->timeout_ms = timeout;
+		}
+		if (!S->dep_leaderless)
+			sess_touch(z);
 		rm->valid = true;
 		rm->session = z->id;
 		rm->timeout_ms = z->timeout_ms;
 		p_send(rm, false);
 		/* SetWatches: what changed since the client's zxid fires now,
-		 * the rest is set again. */
+		 * the rest is set again (the deposed side's never fire). */
+setwatches:
 		for (i = 0; i < m->nw; i++) {
 			const struct wreg *w = &m->w[i];
-			const struct ptree *t = &S->tree[w->tree];
+			const struct ptree *t = &trees[w->tree];
 			int k = w->name[0] ? tree_find(t, w->name) : -1;
 			struct pmsg *wm;
 			int wt = 0;
@@ -1091,32 +1551,54 @@ p_server_recv(void *p, uint64_t unused)
 			else if (t->c[k].mzxid > m->zxid)
 				wt = WT_CHANGED;
 			if (wt == 0) {
-				sw_add(c, w->tree, w->name, w->kind);
+				if (!c->dep)
+					sw_add(c, w->tree, w->name, w->kind);
 				continue;
 			}
 			wm = msg_new(M_WATCH, c);
 			wm->tree = w->tree;
 			wm->wtype = wt;
 			snprintf(wm->name, NAME, "%s", w->name);
-			wm->zxid = S->zxid;
+			wm->zxid = c->dep ? S->dep_zxid : S->zxid;
 			p_send(wm, false);
 		}
 		break;
 	case M_PING:
+		if (c->hung)
+			break;	/* behind a request that waits */
+		if (c->dep) {
+			/* Touches in a tracker nobody reads again. */
+			p_send(msg_new(M_PONG, c), false);
+			break;
+		}
 		if ((z = sess_find(c->session)) != NULL && z->alive &&
 		    z->conn == c) {
-			sess_touch(z);
+			if (!S->dep_leaderless)
+				p_touch(c, z);
 			p_send(msg_new(M_PONG, c), false);
 		}
 		break;
 	case M_REQ:
+		if (c->hung)
+			break;
+		if (c->dep) {
+			p_dep_req(c, &m->req);
+			break;
+		}
 		if ((z = sess_find(c->session)) == NULL || !z->alive ||
 		    z->conn != c)
 			break;
-		sess_touch(z);
+		if (S->dep_leaderless && p_needs_leader(&m->req)) {
+			c->hung = true;
+			break;
+		}
+		if (!S->dep_leaderless)
+			p_touch(c, z);
 		p_server_req(c, z, &m->req);
 		break;
 	case M_CLOSE:
+		if (c->dep || S->dep_leaderless)
+			break;	/* closeSession never commits */
 		if ((z = sess_find(c->session)) != NULL && z->conn == c)
 			sess_close(z, "closed by its client");
 		break;
@@ -1181,7 +1663,8 @@ h_session_event(struct phandle *h, enum election_session s)
 	it->ev.session = s;
 	if (s == SESSION_CONNECTED) {
 		it->ev.session_id = h->session;
-		it->ev.timeout_ms = h->timeout_ms;
+		it->ev.timeout_ms = opt_break == BREAK_ASKED ? S->T_ms :
+		    h->timeout_ms;
 		it->ev.sent = h->opened_ms;
 	}
 	p_agent_push(h_agent(h), it);
@@ -1422,6 +1905,10 @@ h_connect(struct phandle *h)
 		abort();
 	c->id = ++S->next_conn;
 	c->agent = h->agent;
+	if (opt_shapes != 0) {
+		/* The next server of its shuffled list, as zookeeper.c. */
+		c->server = h->perm[h->next_srv++ % S->nservers];
+	}
 	c->client_open = c->server_open = true;
 	c->h = h;
 	c->next = S->conns;
@@ -1560,6 +2047,12 @@ h_read(struct pmsg *m)
 		h->state = HS_CONNECTED;
 		h->connected = true;
 		h_session_event(h, SESSION_CONNECTED);
+		/* zk.c asks the server what it is (srvr, a round trip on a
+		 * connection of its own): EV_SERVER for this connection
+		 * (with --shape; the one server alone leaves it unknown). */
+		if (opt_shapes != 0 && opt_break != BREAK_SRVR)
+			p_at(S->now + p_delay() + p_delay(), p_srvr_cb, h,
+			    c->id);
 		for (r = h->out; r != NULL; r = r->next)
 			if (!r->sent)
 				h_send_req(h, r);
@@ -1589,6 +2082,24 @@ h_read(struct pmsg *m)
 		abort();
 	}
 	msg_free(m);
+}
+
+static void
+p_srvr_cb(void *p, uint64_t conn_id)
+{
+	struct phandle *h = p;
+	struct pagent *a = h_agent(h);
+	struct item *it;
+
+	if (h->state != HS_CONNECTED || h->conn == NULL ||
+	    h->conn->id != conn_id || !h->connected || a->h != h ||
+	    !a->running)
+		return;
+	it = item_new(h->id, I_EV, -1);
+	it->ev.type = EV_SERVER;
+	it->ev.server = S->srv[h->conn->server].observer ? SERVER_OBSERVER :
+	    SERVER_VOTING;
+	p_agent_push(a, it);
 }
 
 static void
@@ -1655,6 +2166,18 @@ h_open(struct pagent *a)
 	h->opened_ms = a_now_ms(a);
 	h->out_tail = &h->out;
 	h->pend_tail = &h->pend;
+	if (opt_shapes != 0) {
+		int i, j, x;
+
+		for (i = 0; i < S->nservers; i++)
+			h->perm[i] = i;
+		for (i = S->nservers - 1; i > 0; i--) {
+			j = (int)p_below((uint64_t)i + 1);
+			x = h->perm[i];
+			h->perm[i] = h->perm[j];
+			h->perm[j] = x;
+		}
+	}
 	h->next = S->handles;
 	S->handles = h;
 	h->ver++;
@@ -2515,6 +3038,13 @@ p_run_cb(void *p, uint64_t inc)
 					p_members_session(a, &it->ev);
 				if (a->running && a->inc == inc)
 					p_new_session_owed(a);
+			} else if (it->part < 0) {
+				/* EV_SERVER: every partition, as zk.c. */
+				for (i = 0; i < S->nparts && a->running &&
+				    a->inc == inc; i++) {
+					it->ev.gen = a->e[i].gen;
+					p_feed_part(a, i, &it->ev);
+				}
 			} else
 				p_feed_part(a, it->part, &it->ev);
 			break;
@@ -2690,6 +3220,8 @@ p_start(struct pagent *a)
 		a->e[i].uuid_arg = a;
 		a->e[i].parked = true;
 		a->e[i].session_renewal = true;
+		if (opt_break == BREAK_NAIVE)
+			a->e[i].lease_naive = true;
 	}
 	p_trace("%s: starts (incarnation %" PRIu64 ")", a->id, a->inc);
 	a->h = h_open(a);
@@ -2754,7 +3286,7 @@ p_fault_cb(void *p, uint64_t unused)
 {
 	struct pagent *a;
 	stime d;
-	int k, i;
+	int k, i, kinds[12], nk;
 
 	(void)unused;
 	(void)p;
@@ -2778,7 +3310,22 @@ p_fault_cb(void *p, uint64_t unused)
 			break;
 	}
 	S->faults++;
-	switch (p_below(opt_failover ? 7 : 6)) {
+	nk = 0;
+	for (k = 0; k < 6; k++)
+		kinds[nk++] = k;
+	if (opt_failover)
+		kinds[nk++] = 6;
+	if (opt_shapes & SH_DEPOSED) {
+		kinds[nk++] = 7;
+		kinds[nk++] = 7;
+	} else if (opt_shapes & SH_SHRINK)
+		kinds[nk++] = 7;	/* a new leader restores the creation
+					   timeout (zkelect-sim does the same) */
+	if (opt_shapes & SH_RELAY) {
+		kinds[nk++] = 8;
+		kinds[nk++] = 8;
+	}
+	switch (kinds[p_below((uint64_t)nk)]) {
 	case 0:
 		d = p_range(S->T / 10, 3 * S->T);
 		p_trace("%s: PAUSED for %" PRIu64 " ms", a->id, d / 1000);
@@ -2812,6 +3359,12 @@ p_fault_cb(void *p, uint64_t unused)
 		break;
 	case 6:
 		p_zk_fail();
+		break;
+	case 7:
+		p_depose();
+		break;
+	case 8:
+		p_master_stop();
 		break;
 	}
 }
@@ -3035,6 +3588,49 @@ p_leave_cb(void *p, uint64_t phase)
 
 /* --- A seed --- */
 
+/* The servers of this seed (--shape; one server without it). */
+static void
+p_shapes_init(void)
+{
+	int i, j, k, n;
+
+	S->nservers = S->nvoters = 1;
+	S->srv[0].max_timeout_ms = 20 * S->tick_ms;
+	if (opt_shapes == 0)
+		return;
+	/* Five voters when deposed, so that a follower can stay with it. */
+	S->nvoters = S->nservers = opt_shapes & SH_DEPOSED ? 5 : 3;
+	if (opt_shapes & SH_RELAY) {
+		/* One or two observers, each behind an ObserverMaster
+		 * follower (servers 1 and 2 follow at first). */
+		S->nservers += (int)p_range(1, 2);
+		for (i = S->nvoters; i < S->nservers; i++) {
+			S->srv[i].observer = true;
+			S->srv[i].master = (int)p_range(1, 2);
+		}
+	}
+	for (i = 0; i < S->nservers; i++)
+		S->srv[i].max_timeout_ms = 20 * S->tick_ms;
+	if (opt_shapes & SH_SHRINK) {
+		/* Mixed limits, as zkelect-sim: a server or two with a lower
+		 * maxSessionTimeout (T/2 or 2T/3, never under 2 ticks). */
+		n = (int)p_range(1, (uint64_t)(S->nservers - 1) / 2 + 1);
+		for (j = 0; j < n; j++) {
+			k = (int)p_below((uint64_t)S->nservers);
+			S->srv[k].max_timeout_ms = p_chance(50) ?
+			    S->T_ms / 2 : S->T_ms * 2 / 3;
+			if (S->srv[k].max_timeout_ms < 2 * S->tick_ms)
+				S->srv[k].max_timeout_ms = 2 * S->tick_ms;
+		}
+	}
+	for (i = 0; i < S->nservers; i++)
+		p_trace("s%d: %s%s, maxSessionTimeout %d ms", i, i == 0 ?
+		    "leader" : S->srv[i].observer ? "observer" : "follower",
+		    S->srv[i].observer ? (S->srv[i].master == 1 ?
+		    " behind s1" : " behind s2") : "",
+		    S->srv[i].max_timeout_ms);
+}
+
 static bool
 p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
     struct psim *out)
@@ -3058,9 +3654,12 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 	S->next_session = 0x100000000LL;
 	S->T_ms = (int)p_range(400, 6000);
 	S->tick_ms = S->T_ms / (int)p_range(3, 20);
+	if (opt_shapes & SH_TICK_HALF)
+		S->tick_ms = S->T_ms / 2;	/* the smallest T ZooKeeper takes */
 	S->T = (stime)S->T_ms * 1000;
 	S->tick = (stime)S->tick_ms * 1000;
 	S->tick_known = p_chance(50);
+	p_shapes_init();
 	/* A rebalance: the members' lists, a crashed leader's session,
 	 * handovers (a queued contender read, the app told), retries. */
 	S->bound = 6 * S->T + 2 * S->tick + 10000000;
@@ -3088,6 +3687,8 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 		p_at(start, p_start_cb, a, 0);
 	}
 	p_at(S->tick, p_expiry_cb, NULL, 0);
+	if (opt_shapes & SH_RELAY)
+		p_at(S->tick / 2, p_relay_cb, NULL, 0);
 	nf = (int)p_range(3, 15);
 	for (j = 0; j < nf; j++) {
 		stime t = p_range(2 * S->T, 40 * S->T);
@@ -3141,7 +3742,8 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 
 struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
-			 moved, failovers;
+			 moved, failovers, depositions, relays_lost, shrinks,
+			 master_stops, dep_under;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3165,6 +3767,11 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->faults += st.faults;
 		t->moved += st.moved;
 		t->failovers += st.failovers;
+		t->depositions += st.depositions;
+		t->relays_lost += st.relays_lost;
+		t->shrinks += st.shrinks;
+		t->master_stops += st.master_stops;
+		t->dep_under += st.dep_under;
 		t->sim_s += (double)st.now / 1e6;
 		x = (double)st.max_settle / (double)st.T;
 		if (x > t->max_settle_t) {
@@ -3187,15 +3794,22 @@ usage(void)
 	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
 	    "                         [--break lease|sticky] [--expect-failure]\n"
 	    "                         [--no-recreate] [--failover]\n"
+	    "                         [--shape shrink,relay,tick-half,deposed|"
+	    "all]\n"
 	    "  --agents A       2 to %d (default 4)\n"
 	    "  --partitions P   1 to %d (default 8)\n"
 	    "  --break lease    the answer ignores the lease (role alone)\n"
 	    "  --break sticky   the assignment ignores the current owners\n"
+	    "  --break naive    the old lease (s + 2T/3 from a renewal at s)\n"
+	    "  --break srvr     observers taken for voting servers\n"
+	    "  --break asked    the timeout asked for taken for the one given\n"
 	    "  --expect-failure exit 0 only if some seed fails\n"
 	    "  --no-recreate    the member node made once per session (the\n"
 	    "                   old zk.c): a lost create never joins\n"
 	    "  --failover       the ZooKeeper leader fails, and a new one\n"
-	    "                   takes over, among the faults\n",
+	    "                   takes over, among the faults\n"
+	    "  --shape LIST     zkelect-sim's shapes of deployment, in this\n"
+	    "                   model (README.md, \"Partitions\")\n",
 	    PA_MAX, PP_MAX);
 	exit(2);
 }
@@ -3214,6 +3828,7 @@ main(int argc, char *argv[])
 		{ "expect-failure", no_argument,   NULL, 'x' },
 		{ "no-recreate", no_argument,	   NULL, 'r' },
 		{ "failover",	no_argument,	   NULL, 'f' },
+		{ "shape",	required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -3225,7 +3840,7 @@ main(int argc, char *argv[])
 	struct timespec t0, t1;
 	double el;
 
-	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xrf", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xrfS:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -3239,9 +3854,35 @@ main(int argc, char *argv[])
 				opt_break = BREAK_LEASE;
 			else if (strcmp(optarg, "sticky") == 0)
 				opt_break = BREAK_STICKY;
+			else if (strcmp(optarg, "naive") == 0)
+				opt_break = BREAK_NAIVE;
+			else if (strcmp(optarg, "srvr") == 0)
+				opt_break = BREAK_SRVR;
+			else if (strcmp(optarg, "asked") == 0)
+				opt_break = BREAK_ASKED;
 			else
 				usage();
 			break;
+		case 'S': {
+			char *list = optarg, *w;
+
+			while ((w = strsep(&list, ",")) != NULL) {
+				if (strcmp(w, "shrink") == 0)
+					opt_shapes |= SH_SHRINK;
+				else if (strcmp(w, "relay") == 0)
+					opt_shapes |= SH_RELAY;
+				else if (strcmp(w, "tick-half") == 0)
+					opt_shapes |= SH_TICK_HALF;
+				else if (strcmp(w, "deposed") == 0)
+					opt_shapes |= SH_DEPOSED;
+				else if (strcmp(w, "all") == 0)
+					opt_shapes |= SH_SHRINK | SH_RELAY |
+					    SH_TICK_HALF | SH_DEPOSED;
+				else
+					usage();
+			}
+			break;
+		}
 		case 'x': expect_failure = true; break;
 		case 'r': opt_no_recreate = true; break;
 		case 'f': opt_failover = true; break;
@@ -3298,6 +3939,11 @@ main(int argc, char *argv[])
 			tot.faults += part.faults;
 			tot.moved += part.moved;
 			tot.failovers += part.failovers;
+			tot.depositions += part.depositions;
+			tot.relays_lost += part.relays_lost;
+			tot.shrinks += part.shrinks;
+			tot.master_stops += part.master_stops;
+			tot.dep_under += part.dep_under;
 			tot.sim_s += part.sim_s;
 			if (part.max_settle_t > tot.max_settle_t) {
 				tot.max_settle_t = part.max_settle_t;
@@ -3323,6 +3969,16 @@ main(int argc, char *argv[])
 	if (opt_failover)
 		printf(", %" PRIu64 " ZooKeeper leader failovers",
 		    tot.failovers);
+	if (opt_shapes & (SH_DEPOSED | SH_SHRINK))
+		printf(", %" PRIu64 " ZooKeeper leaders deposed (%" PRIu64
+		    " with a partition's leader on its side)",
+		    tot.depositions, tot.dep_under);
+	if (opt_shapes & SH_RELAY)
+		printf(", %" PRIu64 " ObserverMaster stops (%" PRIu64
+		    " relays lost)", tot.master_stops, tot.relays_lost);
+	if (opt_shapes & SH_SHRINK)
+		printf(", %" PRIu64 " timeouts shrunk on a reconnect",
+		    tot.shrinks);
 	printf("\n");
 	printf("slowest settle after the last fault: %.2f T (seed %" PRIu64
 	    "); slowest after a graceful leave: %.2f T (seed %" PRIu64 "); "
