@@ -569,7 +569,8 @@ notify_proc_report(struct notify_proc *p)
 		    conf->notify_hook_timeout_ms);
 }
 
-/* Logs what the process printed, line by line; at end of file, the rest. */
+/* Logs what the process printed, line by line; at end of file, the rest
+ * (only once its pid is known: notify_proc_start). */
 static void
 notify_proc_read(struct notify_proc *p)
 {
@@ -578,7 +579,6 @@ notify_proc_read(struct notify_proc *p)
 
 	if (p->ev_out == NULL)
 		return;
-	notify_proc_report(p);	/* its pid first, for the lines */
 	for (;;) {
 		got = read(p->g.out, buf, sizeof(buf));
 		if (got == -1 && errno == EINTR)

@@ -78,7 +78,7 @@ def agents(zk_hostport, election, request):
     if not os.access(zkharness.ZKELECTD, os.X_OK):
         pytest.fail("zkelectd not built: %s (set ZKELECTD)" % zkharness.ZKELECTD)
     aset = zkharness.AgentSet(zk_hostport, election)
-    request.node._zkelect_agent_sets = getattr(request.node, "_zkelect_agent_sets", []) + [aset]
+    aset.logs_in_report(request)
     try:
         yield aset
     finally:

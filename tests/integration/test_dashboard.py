@@ -118,9 +118,8 @@ def test_every_dashboard_query_returns_data_through_a_failover(agents, zk_hostpo
           for i, p in enumerate(ports)]
     # The partitioned agents: their own election path, reaped (and their
     # logs reported on failure) as the fixture's are.
-    parts = zkharness.AgentSet(zk_hostport, zkharness.new_election_path())
-    request.node._zkelect_agent_sets = (getattr(request.node, "_zkelect_agent_sets", [])
-                                        + [parts])
+    parts = zkharness.AgentSet(zk_hostport,
+                               zkharness.new_election_path()).logs_in_report(request)
     prom = None
     try:
         pports = [free_port() for _ in range(3)]

@@ -315,7 +315,7 @@ def ens(ensemble):  # noqa: F811
 @pytest.fixture
 def ens_agents(ens, election, request):
     aset = AgentSet(ens.hostports, election)
-    request.node._zkelect_agent_sets = getattr(request.node, "_zkelect_agent_sets", []) + [aset]
+    aset.logs_in_report(request)
     try:
         yield aset
     finally:

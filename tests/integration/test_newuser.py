@@ -115,7 +115,7 @@ def twin_set(zk_hostport, election, request):
     agent there may share an id with one in `agents`)."""
     import zkharness
     aset = zkharness.AgentSet(zk_hostport, election)
-    request.node._zkelect_agent_sets = getattr(request.node, "_zkelect_agent_sets", []) + [aset]
+    aset.logs_in_report(request)
     try:
         yield aset
     finally:

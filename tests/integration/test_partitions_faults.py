@@ -53,7 +53,7 @@ def setup(ens, request):
     def make(proxied, session_timeout):
         aset = AgentSet(ens.hostports, "/zkelect/pfault-%s" % os.urandom(6).hex())
         made["sets"].append(aset)
-        request.node._zkelect_agent_sets = made["sets"]
+        aset.logs_in_report(request)
 
         def agent(aid):
             hosts = None
@@ -278,7 +278,7 @@ def test_parked_leader_whose_queue_listing_was_lost_hands_over(zk_hostport, requ
     (before the fix, never while a lived)."""
     proxy = ZKProxy(zk_hostport)
     aset = AgentSet(zk_hostport, "/zkelect/pfault-%s" % os.urandom(6).hex())
-    request.node._zkelect_agent_sets = [aset]
+    aset.logs_in_report(request)
     names = ["0", "1"]
     try:
         # T = 10 s: a drops a connection whose renewal hangs for T/6, and

@@ -172,7 +172,7 @@ def ens(ensemble):  # noqa: F811
 def pair(ens, tmp_path, apps, request):
     """A (with an app) leads, B follows; both know every server; T = 6 s."""
     aset = AgentSet(ens.hostports, "/zkelect/ride-%s" % os.urandom(6).hex())
-    request.node._zkelect_agent_sets = [aset]
+    aset.logs_in_report(request)
     app = apps("a")
     try:
         a = aset.new("a", session_timeout="6s", extra_yaml=app.yaml)
@@ -284,7 +284,7 @@ def test_own_server_lost_reconnects_within_the_lease(ens, tmp_path, apps, reques
     proxies = [ZKProxy(s.hostport) for s in ens.servers]
     aset = AgentSet(",".join(p.hostport for p in proxies) if fault == "blackholed"
                     else ens.hostports, "/zkelect/ride-%s" % os.urandom(6).hex())
-    request.node._zkelect_agent_sets = [aset]
+    aset.logs_in_report(request)
     app = apps("a")
     try:
         a = aset.new("a", session_timeout="6s", extra_yaml=app.yaml)
@@ -340,7 +340,7 @@ def proxied(zk_hostport, tmp_path, apps, request):
         made.append(p)
         aset = AgentSet(p.hostport, "/zkelect/ride-%s" % os.urandom(6).hex())
         made.append(aset)
-        request.node._zkelect_agent_sets = [aset]
+        aset.logs_in_report(request)
         app = apps("a")
         a = aset.new("a", start=False, session_timeout=timeout, extra_yaml=app.yaml)
         # The harness writes the election section: add the key there.

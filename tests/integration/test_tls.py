@@ -75,7 +75,7 @@ def tunnels(workdir, tls_zk):
 @pytest.fixture
 def aset(request):
     s = AgentSet("127.0.0.1:1", "/zkelect/tls-" + uuid.uuid4().hex[:8])
-    request.node._zkelect_agent_sets = [s]
+    s.logs_in_report(request)
     yield s
     s.cleanup()
 

@@ -679,23 +679,30 @@ sess_touch(struct psess *z)
 		z->expiry = e;
 }
 
+/* Session ID is in SV's table of touches to report (once). */
+static void
+p_touched_add(struct psrv *sv, int64_t id)
+{
+	int i;
+
+	for (i = 0; i < sv->ntouched; i++)
+		if (sv->touched[i] == id)
+			return;
+	if (sv->ntouched < PR_SESS)
+		sv->touched[sv->ntouched++] = id;
+}
+
 /* A touch where C is: at the leader, or in an observer's table, reported
  * to its ObserverMaster at the leader's next ping (p_relay_cb). */
 static void
 p_touch(struct pconn *c, struct psess *z)
 {
 	struct psrv *sv = &S->srv[c->server];
-	int i;
 
-	if (!sv->observer) {
+	if (!sv->observer)
 		sess_touch(z);
-		return;
-	}
-	for (i = 0; i < sv->ntouched; i++)
-		if (sv->touched[i] == z->id)
-			return;
-	if (sv->ntouched < PR_SESS)
-		sv->touched[sv->ntouched++] = z->id;
+	else
+		p_touched_add(sv, z->id);
 }
 
 static int
@@ -1015,9 +1022,8 @@ static void
 p_relay_arrive_cb(void *p, uint64_t i)
 {
 	struct prelay *r = &S->relay[i];
-	struct psrv *mv;
 	struct psess *z;
-	int k, j;
+	int k;
 
 	(void)p;
 	S->relay_inflight--;
@@ -1034,14 +1040,8 @@ p_relay_arrive_cb(void *p, uint64_t i)
 				sess_touch(z);
 		return;
 	}
-	mv = &S->srv[r->to];
-	for (k = 0; k < r->n; k++) {
-		for (j = 0; j < mv->ntouched; j++)
-			if (mv->touched[j] == r->s[k])
-				break;
-		if (j == mv->ntouched && mv->ntouched < PR_SESS)
-			mv->touched[mv->ntouched++] = r->s[k];
-	}
+	for (k = 0; k < r->n; k++)
+		p_touched_add(&S->srv[r->to], r->s[k]);
 }
 
 /* The leader pings its learners every tick/2 (Learner.ping): each answers
@@ -1214,6 +1214,7 @@ static void
 p_depose(void)
 {
 	int L = S->zk_leader, s, n = 0, pick[PS_MAX], k;
+	char side[4 * PS_MAX + 1];
 	struct pconn *c;
 	stime detect, elect;
 
@@ -1261,11 +1262,13 @@ p_depose(void)
 	}
 	detect = 5 * S->tick + p_below(S->tick);
 	elect = p_range(50000, 600000);
-	p_trace("zk s%d: the ZooKeeper leader is DEPOSED (side:%s%s%s%s%s); a "
-	    "new leader in %" PRIu64 " ms", L,
-	    S->srv[0].dep_side ? " s0" : "", S->srv[1].dep_side ? " s1" : "",
-	    S->srv[2].dep_side ? " s2" : "", S->srv[3].dep_side ? " s3" : "",
-	    S->srv[4].dep_side ? " s4" : "", (detect + elect) / 1000);
+	side[0] = '\0';
+	for (s = 0; s < S->nservers; s++)
+		if (S->srv[s].dep_side)
+			snprintf(side + strlen(side), sizeof(side) - strlen(side),
+			    " s%d", s);
+	p_trace("zk s%d: the ZooKeeper leader is DEPOSED (side:%s); a new "
+	    "leader in %" PRIu64 " ms", L, side, (detect + elect) / 1000);
 	p_at(S->now + detect, p_dep_detect_cb, NULL, 0);
 	p_at(S->now + detect + elect, p_dep_takeover_cb, NULL, 0);
 	p_heal_at(S->now + detect + elect + S->tick + 2 * S->T / 3 +

@@ -470,6 +470,13 @@ class AgentSet:
         self.dir = tempfile.mkdtemp(prefix="zkit-", dir="/tmp")
         self.agents = []
 
+    def logs_in_report(self, request):
+        """If the test fails, its report shows these agents' logs
+        (conftest.py's hook reads the list on the test's node)."""
+        node = request.node
+        node._zkelect_agent_sets = getattr(node, "_zkelect_agent_sets", []) + [self]
+        return self
+
     def new(self, agent_id, start=True, zk_hostport=None, **kw):
         a = Agent(self.dir, zk_hostport or self.zk_hostport, self.path, agent_id, **kw)
         self.agents.append(a)
