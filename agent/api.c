@@ -273,6 +273,48 @@ api_json_string(struct evbuffer *out, const char *s)
 	evbuffer_add(out, "\"", 1);
 }
 
+/*
+ * The status document's "session": the connection, the server it is on,
+ * and the bound on tickTime the lease counts with (doc/design.md, "The
+ * lease"), with a warning when zookeeper.tick_time understates it.
+ */
+static void
+api_session_json(const struct election *e, struct evbuffer *out)
+{
+	struct election_report r;
+	char why[256];
+
+	election_report(e, &r);
+	evbuffer_add_printf(out, ",\"session\":{\"state\":\"%s\","
+	    "\"timeout_ms\":%d,\"server\":\"%s\",\"last_error\":",
+	    election_session_name(r.session), r.timeout_ms,
+	    election_server_name(r.server));
+	/* Why we are not connected, as the client last said. */
+	zk_last_error(why, sizeof(why));
+	if (r.session != SESSION_CONNECTED && why[0] != '\0')
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"tick_bound_ms\":%" PRIu64 ",\"tick_bound_from\":"
+	    "\"%s\",\"min_session_timeout_ms\":", r.tick_bound_ms,
+	    election_tick_from_name(r.tick_from));
+	if (r.min_timeout_ms > 0)
+		evbuffer_add_printf(out, "%d", r.min_timeout_ms);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"warning\":");
+	if (r.tick_understated) {
+		snprintf(why, sizeof(why), "zookeeper.tick_time (%d ms) is "
+		    "below what the servers imply (minSessionTimeout %d ms: "
+		    "tickTime up to %" PRIu64 " ms); the lease counts with %"
+		    PRIu64 " ms", e->tick_ms, r.min_timeout_ms, r.tick_bound_ms,
+		    r.tick_bound_ms);
+		api_json_string(out, why);
+	} else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "}");
+}
+
 /* The status document of doc/design.md "Local API", as of now. */
 void
 api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
@@ -280,7 +322,6 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	struct election_report r;
 	char bar[256];
 	enum election_role role = election_role_at(e, now);
-	char why[256];
 
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"id\":");
@@ -294,18 +335,9 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 		api_json_string(out, election_bar_text(&r, bar, sizeof(bar)));
 	else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"index\":%" PRIu64
-	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d,"
-	    "\"server\":\"%s\",\"last_error\":", e->index,
-	    election_session_name(r.session), r.timeout_ms,
-	    election_server_name(r.server));
-	/* Why we are not connected, as the client last said. */
-	zk_last_error(why, sizeof(why));
-	if (r.session != SESSION_CONNECTED && why[0] != '\0')
-		api_json_string(out, why);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, "},\"duplicate_id\":%s,\"candidates_age_ms\":",
+	evbuffer_add_printf(out, ",\"index\":%" PRIu64, e->index);
+	api_session_json(e, out);
+	evbuffer_add_printf(out, ",\"duplicate_id\":%s,\"candidates_age_ms\":",
 	    r.duplicate_id ? "true" : "false");
 	if (election_candidates_age(e, now) < 0)
 		evbuffer_add_printf(out, "null");
@@ -376,23 +408,16 @@ api_parts_status_json(struct agent *agent, uint64_t now,
     struct evbuffer *out)
 {
 	const struct election *e = zk_session_election(agent);
-	char why[256];
 
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, agent->conf->election_id);
 	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":false,"
 	    "\"epoch\":null,\"lease_remaining_ms\":0,\"leader\":null,"
-	    "\"index\":%" PRIu64 ",\"session\":{\"state\":\"%s\","
-	    "\"timeout_ms\":%d,\"server\":\"%s\",\"last_error\":",
+	    "\"index\":%" PRIu64,
 	    e->session == SESSION_CONNECTED && !e->stopping ? "follower" :
-	    "unknown", agent->members.index, election_session_name(e->session),
-	    e->timeout_ms, election_server_name(e->server));
-	zk_last_error(why, sizeof(why));
-	if (e->session != SESSION_CONNECTED && why[0] != '\0')
-		api_json_string(out, why);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, "},\"partitions\":{\"count\":%d,\"owned\":%d,"
+	    "unknown", agent->members.index);
+	api_session_json(e, out);
+	evbuffer_add_printf(out, ",\"partitions\":{\"count\":%d,\"owned\":%d,"
 	    "\"assigned\":%d,\"members\":%d}}\n", agent->nparts,
 	    agent->members.owned, agent->members.assigned, agent->members.count);
 	(void)now;

@@ -33,6 +33,7 @@
 #include "assign.h"
 #include "clock.h"
 #include "log.h"
+#include "probe.h"
 #include "watchdog.h"
 #include "zk.h"
 #include "zkplan.h"
@@ -132,11 +133,14 @@ struct zk {
 	uint64_t	 opened;	/* when the handle was opened */
 	struct event	*ev_nag;	/* "still not connected" */
 	uint64_t	 nag_since, nag_ms;
-	struct bufferevent *probe;	/* srvr to the server we are on */
+	struct probe	*probe;		/* what the server we are on is */
 	uint64_t	 connects;	/* CONNECTED events: which connection */
 	uint64_t	 probe_connect;	/* ... the probe asks about */
 	char		 probe_peer[NI_MAXHOST + NI_MAXSERV + 2];
 	bool		 probe_warned;	/* "cannot tell" said once */
+	bool		 probe_limits_warned; /* "cannot learn" said once */
+	char		 probe_why[256]; /* the last decision, said once */
+	int		 told_min_timeout; /* minSessionTimeout last logged */
 	int		 told_timeout;	/* negotiated timeout last logged */
 	bool		 told_short;	/* "below twice tick_time" said */
 	struct part	 single;	/* the one election (no partitions) */
@@ -1276,8 +1280,7 @@ zk_server_socket(struct zk *zk, int after, struct sockaddr_storage *peer,
 		*plen = sizeof(*peer);
 		memset(peer, 0, sizeof(*peer));
 		if (getpeername(fd, (struct sockaddr *)peer, plen) == 0 &&
-		    zk_is_server(zk, peer) &&
-		    (zk->probe == NULL || fd != bufferevent_getfd(zk->probe)))
+		    zk_is_server(zk, peer) && !probe_has_fd(zk->probe, fd))
 			found = fd;
 	}
 	closedir(dir);
@@ -1309,7 +1312,7 @@ zk_peer_name(const struct sockaddr_storage *peer, socklen_t len, char *buf,
  * to the next server within the same session.
  */
 static void
-zk_kick(struct zk *zk, bool observer)
+zk_kick(struct zk *zk, const char *server)
 {
 	struct sockaddr_storage peer;
 	char name[NI_MAXHOST + NI_MAXSERV + 2];
@@ -1325,10 +1328,14 @@ zk_kick(struct zk *zk, bool observer)
 		zoo_cycle_next_server(zk->zh);
 	while ((fd = zk_server_socket(zk, fd, &peer, &len)) != -1) {
 		zk_peer_name(&peer, len, name, sizeof(name));
-		if (observer)
+		if (server != NULL && strcmp(server, "observer") == 0)
 			log_warnx("zookeeper: %s is an observer, and no lease "
 			    "is earned through one; moving to another server",
 			    name);
+		else if (server != NULL)
+			log_warnx("zookeeper: %s may be an observer (%s), and no "
+			    "lease is earned through one; moving to another "
+			    "server", name, zk->probe_why);
 		else
 			log_warnx("zookeeper: no answer from %s for %" PRIu64
 			    " ms; moving to another server", name,
@@ -1337,68 +1344,83 @@ zk_kick(struct zk *zk, bool observer)
 	}
 }
 
-/* --- What the server we are on is: srvr, a four-letter word. --- */
+/* --- What the server we are on is, and the ensemble (probe.c). --- */
 
-#define ZK_PROBE_MAX	4096
 #define ZK_PROBE_MS	2000
 
 static void
 zk_probe_end(struct zk *zk)
 {
-	if (zk->probe != NULL)
-		bufferevent_free(zk->probe);
+	probe_free(zk->probe);
 	zk->probe = NULL;
 }
 
 /*
- * srvr answers "Mode: leader|follower|observer|standalone" (ZooKeeper
- * 3.8 answers it whatever 4lw.commands.whitelist says). If it will not
- * say (a TLS-only port, a tunnel), the server is taken to vote, and the
- * operator is told once what that assumes.
+ * What probe.c learned of this connection's server: its kind (no lease
+ * through an observer, or a server that may be one) and the servers'
+ * minSessionTimeout (half of it bounds tickTime). Each partition's
+ * election hears it.
  */
 static void
-zk_probe_done(struct zk *zk, const char *why)
+zk_probe_cb(void *arg, const struct probe_result *r)
 {
+	struct zk *zk = arg;
+	const struct config *conf = zk->agent->conf;
 	struct election *e = zk_session_election(zk->agent);
 	struct election_event ev;
-	char text[ZK_PROBE_MAX + 1], *mode;
-	int i;
-	ev_ssize_t n = 0;
+	int i, bound;
 
-	if (zk->probe != NULL)
-		n = evbuffer_copyout(bufferevent_get_input(zk->probe), text,
-		    ZK_PROBE_MAX);
-	text[n > 0 ? n : 0] = '\0';
 	zk_probe_end(zk);
 	if (zk->probe_connect != zk->connects ||
 	    e->session != SESSION_CONNECTED)
 		return;		/* another connection by now */
+	log_debug("zookeeper: %s is %s: %s; minSessionTimeout %d ms%s%s",
+	    zk->probe_peer, election_server_name(r->server), r->why,
+	    r->min_timeout_ms, r->session_note[0] != '\0' ? "; " : "",
+	    r->session_note);
+	if (r->server == SERVER_UNKNOWN && !zk->probe_warned) {
+		zk->probe_warned = true;
+		log_warnx("zookeeper: cannot tell whether %s is an observer "
+		    "(srvr: %s; /zookeeper/config: %s); taking it for a voting "
+		    "server. Through an observer the lease would be too long: "
+		    "allow srvr on the client port if the ensemble has "
+		    "observers", zk->probe_peer, r->srvr_note[0] != '\0' ?
+		    r->srvr_note : "no answer", r->session_note[0] != '\0' ?
+		    r->session_note : "not read");
+	} else if (r->server == SERVER_UNIDENTIFIED &&
+	    strcmp(zk->probe_why, r->why) != 0)
+		log_warnx("zookeeper: no lease through %s: %s", zk->probe_peer,
+		    r->why);
+	snprintf(zk->probe_why, sizeof(zk->probe_why), "%s", r->why);
+	if (r->min_timeout_ms > zk->told_min_timeout) {
+		zk->told_min_timeout = r->min_timeout_ms;
+		bound = (r->min_timeout_ms + 1) / 2;
+		if (conf->zk_tick_ms > 0 && conf->zk_tick_ms < (uint64_t)bound)
+			log_warnx("zookeeper: zookeeper.tick_time (%" PRIu64
+			    " ms) is below what %s implies (minSessionTimeout "
+			    "%d ms: tickTime up to %d ms); the lease counts with "
+			    "%d ms", conf->zk_tick_ms, zk->probe_peer,
+			    r->min_timeout_ms, bound, bound);
+		else if (conf->zk_tick_ms == 0)
+			log_info("zookeeper: minSessionTimeout is %d ms on %s, "
+			    "so tickTime is at most %d ms; the lease counts with "
+			    "that", r->min_timeout_ms, zk->probe_peer, bound);
+	} else if (r->min_timeout_ms == 0 && zk->told_min_timeout == 0 &&
+	    !zk->probe_limits_warned) {
+		zk->probe_limits_warned = true;
+		log_warnx("zookeeper: cannot learn the servers' "
+		    "minSessionTimeout from %s (%s); the lease assumes %s",
+		    zk->probe_peer, r->session_note, conf->zk_tick_ms > 0 ?
+		    "zookeeper.tick_time" : "tickTime up to half the session "
+		    "timeout");
+	}
 	memset(&ev, 0, sizeof(ev));
 	ev.type = EV_SERVER;
 	ev.now = clock_now_ms();
-	ev.gen = e->gen;
-	mode = why == NULL ? strstr(text, "Mode: ") : NULL;
-	if (mode != NULL && strncmp(mode + 6, "observer", 8) == 0)
-		ev.server = SERVER_OBSERVER;
-	else if (mode != NULL && (strncmp(mode + 6, "leader", 6) == 0 ||
-	    strncmp(mode + 6, "follower", 8) == 0 ||
-	    strncmp(mode + 6, "standalone", 10) == 0))
-		ev.server = SERVER_VOTING;
-	else {
-		ev.server = SERVER_UNKNOWN;
-		if (!zk->probe_warned) {
-			zk->probe_warned = true;
-			log_warnx("zookeeper: cannot tell whether %s is an "
-			    "observer (srvr: %s); taking it for a voting server. "
-			    "Through an observer the lease would be too long: "
-			    "allow srvr on the client port if the ensemble "
-			    "has observers", zk->probe_peer,
-			    why != NULL ? why : "no Mode line");
-		}
-	}
-	log_debug("zookeeper: %s is %s", zk->probe_peer,
-	    election_server_name(ev.server));
+	ev.server = r->server;
+	ev.min_timeout_ms = r->min_timeout_ms;
 	if (zk->agent->parts == NULL) {
+		ev.gen = e->gen;
 		zk_feed(zk, &ev);
 		return;
 	}
@@ -1408,62 +1430,41 @@ zk_probe_done(struct zk *zk, const char *why)
 	}
 }
 
-static void
-zk_probe_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct zk *zk = arg;
-
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	if (what & BEV_EVENT_EOF)
-		zk_probe_done(zk, NULL);
-	else if (what & BEV_EVENT_TIMEOUT)
-		zk_probe_done(zk, "no answer");
-	else
-		zk_probe_done(zk, evutil_socket_error_to_string(
-		    EVUTIL_SOCKET_ERROR()));
-}
-
-static void
-zk_probe_read_cb(struct bufferevent *bev, void *arg)
-{
-	/* The answer ends with the connection; past the cap, it is not one. */
-	if (evbuffer_get_length(bufferevent_get_input(bev)) > ZK_PROBE_MAX)
-		zk_probe_done(arg, "answer too long");
-}
-
 /* Asks the server this connection is on what it is (EV_SERVER). */
 static void
 zk_probe_start(struct zk *zk)
 {
 	struct sockaddr_storage peer;
-	struct timeval tv = { ZK_PROBE_MS / 1000, (ZK_PROBE_MS % 1000) * 1000 };
+	struct probe_result r;
 	socklen_t len;
 
 	zk_probe_end(zk);
 	zk->probe_connect = zk->connects;
+	memset(&r, 0, sizeof(r));
 	if (zk_server_socket(zk, -1, &peer, &len) == -1) {
 		/* Gone again (the next connection asks), or not found: the
 		 * election must hear something either way. */
 		snprintf(zk->probe_peer, sizeof(zk->probe_peer), "the server");
-		zk_probe_done(zk, "its connection was not found");
+		snprintf(r.srvr_note, sizeof(r.srvr_note), "its connection was "
+		    "not found");
+		snprintf(r.session_note, sizeof(r.session_note), "%s",
+		    r.srvr_note);
+		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
+		    sizeof(r.why));
+		zk_probe_cb(zk, &r);
 		return;
 	}
 	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
-	zk->probe = bufferevent_socket_new(zk->agent->base, -1,
-	    BEV_OPT_CLOSE_ON_FREE);
+	zk->probe = probe_start(zk->agent->base, &peer, len, ZK_PROBE_MS,
+	    zk_probe_cb, zk);
 	if (zk->probe == NULL) {
-		zk_probe_done(zk, "out of memory");
-		return;
+		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s", strerror(errno));
+		snprintf(r.session_note, sizeof(r.session_note), "%s",
+		    r.srvr_note);
+		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
+		    sizeof(r.why));
+		zk_probe_cb(zk, &r);
 	}
-	bufferevent_setcb(zk->probe, zk_probe_read_cb, NULL, zk_probe_event_cb,
-	    zk);
-	bufferevent_set_timeouts(zk->probe, &tv, &tv);
-	bufferevent_enable(zk->probe, EV_READ);
-	evbuffer_add(bufferevent_get_output(zk->probe), "srvr", 4);
-	if (bufferevent_socket_connect(zk->probe, (struct sockaddr *)&peer,
-	    (int)len) == -1)
-		zk_probe_done(zk, strerror(errno));
 }
 
 static void
@@ -1486,7 +1487,7 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 		    clock_now_ms() < zk->last_kick_at + 100)
 			return;
 		zk->last_kick_at = clock_now_ms();
-		zk_kick(zk, strcmp(a->name, "observer") == 0);
+		zk_kick(zk, a->name[0] != '\0' ? a->name : NULL);
 		return;
 	case ACT_NEW_SESSION:
 		if (agent->parts != NULL) {
@@ -2263,7 +2264,7 @@ zk_srenew_cb(evutil_socket_t fd, short what, void *arg)
 		if (!zk->srenew_kicked && now >= zk->srenew_sent + e->shape.kick) {
 			zk->srenew_kicked = true;
 			zk->last_kick_at = now;
-			zk_kick(zk, false);
+			zk_kick(zk, NULL);
 		}
 	} else if (zk_srenew_wanted(zk) && now >= zk->srenew_next)
 		zk_srenew_send(zk);

@@ -394,7 +394,7 @@ print_human(const char *json)
 	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
 	    why[300] = "", reason[64] = "", bar[160] = "", parts[300],
 	    pcount[16] = "?", powned[16] = "?", passigned[16] = "?",
-	    pmembers[16] = "?";
+	    pmembers[16] = "?", warning[300] = "";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -415,6 +415,10 @@ print_human(const char *json)
 		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
+	/* The session's warning (an understated zookeeper.tick_time). */
+	if (client_json_get(json, "warning", warning, sizeof(warning)) == 0 &&
+	    strcmp(warning, "null") == 0)
+		warning[0] = '\0';
 	if (client_json_member(json, "partitions", parts, sizeof(parts)) == 0 &&
 	    parts[0] == '{') {
 		/* Leadership is per partition: say what this agent owns. */
@@ -424,9 +428,10 @@ print_human(const char *json)
 		    sizeof(passigned));
 		client_json_member(parts, "members", pmembers, sizeof(pmembers));
 		printf("%s: owns %s of %s partitions (%s assigned to it, %s "
-		    "member%s), session %s; zkelectctl partitions shows each\n",
+		    "member%s), session %s; zkelectctl partitions shows each%s%s\n",
 		    id, powned, pcount, passigned, pmembers,
-		    strcmp(pmembers, "1") == 0 ? "" : "s", state);
+		    strcmp(pmembers, "1") == 0 ? "" : "s", state,
+		    warning[0] != '\0' ? "; WARNING: " : "", warning);
 		return;
 	}
 	printf("%s: %s", id, role);
@@ -472,6 +477,8 @@ print_human(const char *json)
 	    strcmp(dup, "true") == 0)
 		printf("; WARNING: id %s is also used by another agent in this "
 		    "election", id);
+	if (warning[0] != '\0')
+		printf("; WARNING: %s", warning);
 	printf("\n");
 }
 

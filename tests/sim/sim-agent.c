@@ -148,6 +148,7 @@ agent_run_cb(void *p, uint64_t incarnation)
 		ev.sent = m->sent;
 		ev.deleted = m->deleted;
 		ev.server = m->server;
+		ev.min_timeout_ms = m->min_timeout_ms;
 		if (m->type == EV_NOTIFIED)
 			ev.told = (uint64_t)m->zxid;
 		agent_feed(a, &ev);
@@ -224,6 +225,9 @@ driver_srvr_cb(void *p, uint64_t conn_id)
 	m = inmsg_new(h->id, EV_SERVER);
 	m->server = S->servers[h->conn->server].observer ? SERVER_OBSERVER :
 	    SERVER_VOTING;
+	/* probe.c's session of 1 ms: the server's minSessionTimeout, 2 ticks
+	 * (ZooKeeper's default), unless this seed's probes fail. */
+	m->min_timeout_ms = S->no_learn || S->learn_fails ? 0 : 2 * S->tick_ms;
 	agent_push(driver_agent(h), m);
 }
 
@@ -746,7 +750,7 @@ agent_start(struct agent *a)
 		a->e.renew_div = 3;
 		a->e.lease_naive = true;
 	}
-	a->e.tick_ms = S->tick_known ? S->tick_ms : 0;
+	a->e.tick_ms = S->tick_known ? S->tick_ms / S->understate : 0;
 	a->e.uuid_gen = agent_uuid;
 	a->e.uuid_arg = a;
 	sim_trace("%s: starts (incarnation %" PRIu64 ")", a->id,

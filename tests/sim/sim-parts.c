@@ -2102,6 +2102,9 @@ p_srvr_cb(void *p, uint64_t conn_id)
 	it->ev.type = EV_SERVER;
 	it->ev.server = S->srv[h->conn->server].observer ? SERVER_OBSERVER :
 	    SERVER_VOTING;
+	/* probe.c's session of 1 ms: minSessionTimeout, 2 ticks, unless this
+	 * seed's probes learn nothing (one seed in ten). */
+	it->ev.min_timeout_ms = S->seed % 10 == 7 ? 0 : 2 * S->tick_ms;
 	p_agent_push(a, it);
 }
 

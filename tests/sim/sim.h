@@ -401,6 +401,7 @@ struct inmsg {
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening (ms) */
 	bool		 deleted;
 	enum election_server server;	/* EV_SERVER */
+	int		 min_timeout_ms;	/* EV_SERVER */
 };
 
 struct agent {
@@ -532,8 +533,13 @@ struct sim {
 	bool		 loss_completions_first;	/* not zookeeper.c's order */
 	int		 fault_mix;	/* -1 all, else one fault kind */
 	unsigned	 shapes;	/* SHAPE_* */
-	bool		 tick_known;
-	bool		 safety_only;	/* liveness failures only counted */	/* the agents' e.tick_ms is tickTime */
+	bool		 tick_known;	/* the agents' e.tick_ms is tickTime */
+	int		 understate;	/* ... tickTime / understate (--understate) */
+	bool		 no_learn;	/* --no-learn: the probe never learns
+					   minSessionTimeout (the agent before
+					   it asked) */
+	bool		 learn_fails;	/* this seed's probes learn nothing */
+	bool		 safety_only;	/* liveness failures only counted */
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */
