@@ -49,6 +49,10 @@ struct loader {
 	bool		 signal_seen;
 	yaml_mark_t	 signal_mark;	/* of the first signal key */
 	const char	*signal_key;
+	bool		 session_seen;		/* zookeeper.session_timeout */
+	yaml_mark_t	 session_mark;		/* of its value */
+	bool		 tick_seen;		/* zookeeper.tick_time */
+	yaml_mark_t	 tick_mark;
 	bool		 partitions_seen;	/* the partitions: key */
 	yaml_mark_t	 partitions_mark;
 	int		 partitions_keys;	/* count: and names: seen */
@@ -310,59 +314,119 @@ has_control(const char *s)
 	return false;
 }
 
+/*
+ * What is wrong with a ZooKeeper path as the C client checks it
+ * (isValidPath): NULL when nothing is. The length is the caller's.
+ */
+static const char *
+path_problem(const char *s)
+{
+	const char *p, *end;
+	size_t n;
+
+	if (s[0] != '/')
+		return "must start with '/'";
+	if (has_control(s))
+		return "must not contain control characters";
+	n = strlen(s);
+	if (n > 1 && s[n - 1] == '/')
+		return "must not end with '/'";
+	for (p = s + 1; n > 1; p = end + 1) {
+		end = strchr(p, '/');
+		n = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (n == 0)
+			return "must not contain empty components ('//')";
+		if ((n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return "must not contain '.' or '..' components";
+		if (end == NULL)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * "host:port[,host:port...][/chroot]", checked as the C client will parse
+ * it (zookeeper_init fails on what is refused here, and the agent would
+ * retry for ever): every host has a decimal port 1..65535, and the chroot
+ * is a valid path ("/" alone means none).
+ */
 static void
 check_servers(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	if (has_control(s))
+	char buf[SHOW_MAX], host[SHOW_MAX];
+	const char *chroot, *p, *end, *colon, *why;
+	size_t n, hlen, plen;
+	unsigned long port;
+
+	if (has_control(s)) {
 		conf_error(ld, mark, "%s: must not contain control characters",
 		    what);
+		return;
+	}
+	chroot = strchr(s, '/');
+	if (chroot != NULL && strcmp(chroot, "/") != 0 &&
+	    (why = path_problem(chroot)) != NULL) {
+		conf_error(ld, mark, "%s: the chroot '%s' %s (the ZooKeeper "
+		    "client refuses it)", what, show(buf, sizeof(buf), chroot),
+		    why);
+		return;
+	}
+	n = chroot != NULL ? (size_t)(chroot - s) : strlen(s);
+	for (p = s; p < s + n; p = end + 1) {
+		end = memchr(p, ',', (size_t)(s + n - p));
+		if (end == NULL)
+			end = s + n;
+		hlen = (size_t)(end - p);
+		if (hlen == 0)
+			continue;	/* the client skips empty entries */
+		snprintf(host, sizeof(host), "%.*s", (int)(hlen < sizeof(host) ?
+		    hlen : sizeof(host) - 1), p);
+		colon = memrchr(p, ':', hlen);
+		if (colon == NULL || (p[0] == '[' && memchr(colon, ']',
+		    (size_t)(end - colon)) != NULL)) {
+			conf_error(ld, mark, "%s: '%s' has no port (use HOST:PORT, "
+			    "e.g. %s:2181)", what, show(buf, sizeof(buf), host),
+			    host);
+			return;
+		}
+		plen = (size_t)(end - colon - 1);
+		port = 0;
+		if (plen >= 1 && plen <= 5 &&
+		    strspn(colon + 1, "0123456789") >= plen)
+			port = strtoul(colon + 1, NULL, 10);
+		if (port < 1 || port > 65535) {
+			conf_error(ld, mark, "%s: invalid port in '%s' (use "
+			    "1..65535)", what, show(buf, sizeof(buf), host));
+			return;
+		}
+	}
+	if (n == 0 || strspn(s, ",") == n)
+		conf_error(ld, mark, "%s: names no server (use HOST:PORT, e.g. "
+		    "zk1:2181)", what);
 }
 
 static void
 check_path(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	const char *p, *end;
-	size_t n;
+	const char *why;
+	size_t n = strlen(s);
 
-	if (s[0] != '/') {
-		conf_error(ld, mark, "%s: must start with '/'", what);
-		return;
-	}
-	if (has_control(s)) {
-		conf_error(ld, mark, "%s: must not contain control characters",
-		    what);
-		return;
-	}
-	n = strlen(s);
-	if (n + 1 + CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX) {
+	if (s[0] == '/' && !has_control(s) &&
+	    n + 1 + CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX) {
 		conf_error(ld, mark, "%s: longer than %d bytes (the contender "
 		    "nodes under it would not fit in a %d-byte path)", what,
 		    CONFIG_ZK_PATH_MAX - 2 - CONFIG_NODE_NAME_LEN,
 		    CONFIG_ZK_PATH_MAX);
 		return;
 	}
-	if (s[n - 1] == '/') {
-		conf_error(ld, mark, "%s: must not end with '/'", what);
+	if ((why = path_problem(s)) == NULL && n == 1)
+		why = "must not end with '/'";	/* "/" itself: no election */
+	if (why != NULL) {
+		conf_error(ld, mark, "%s: %s", what, why);
 		return;
-	}
-	for (p = s + 1; ; p = end + 1) {
-		end = strchr(p, '/');
-		n = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (n == 0) {
-			conf_error(ld, mark, "%s: must not contain empty "
-			    "components ('//')", what);
-			return;
-		}
-		if ((n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.')) {
-			conf_error(ld, mark, "%s: must not contain '.' or '..' "
-			    "components", what);
-			return;
-		}
-		if (end == NULL)
-			break;
 	}
 	if (strcmp(s, "/zookeeper") == 0 || strncmp(s, "/zookeeper/", 11) == 0)
 		conf_error(ld, mark, "%s: /zookeeper is reserved by ZooKeeper",
@@ -1085,6 +1149,15 @@ walk_mapping(struct loader *ld, const struct key *keys, const char *prefix,
 		} else if (k->kind == K_STRING &&
 		    k->off == offsetof(struct config, notify_pidfile))
 			ld->pidfile_seen = true;
+		else if (k->kind == K_DURATION &&
+		    k->off == offsetof(struct config, zk_session_timeout_ms)) {
+			ld->session_seen = true;
+			ld->session_mark = value->start_mark;
+		} else if (k->kind == K_DURATION &&
+		    k->off == offsetof(struct config, zk_tick_ms)) {
+			ld->tick_seen = true;
+			ld->tick_mark = value->start_mark;
+		}
 		if (prefix[0] != '\0')
 			snprintf(what, sizeof(what), "%s.%s", prefix, k->name);
 		else
@@ -1099,7 +1172,31 @@ check_whole(struct loader *ld)
 {
 	struct config *conf = ld->conf;
 	char host[200], id[ID_MAX + 1];	/* 199 + ':' + pid fits */
+	char b1[32], b2[32], b3[32];
 
+	/*
+	 * ZooKeeper grants no session under 2 ticks (minSessionTimeout), and
+	 * the lease counts on T >= 2 x tick_time (doc/design.md, "The
+	 * lease"): below that the agent would never lead.
+	 */
+	if (conf->zk_tick_ms > 0 &&
+	    conf->zk_session_timeout_ms < 2 * conf->zk_tick_ms) {
+		format_ms(b1, sizeof(b1), conf->zk_session_timeout_ms);
+		format_ms(b2, sizeof(b2), conf->zk_tick_ms);
+		format_ms(b3, sizeof(b3), 2 * conf->zk_tick_ms);
+		if (ld->session_seen)
+			conf_error(ld, &ld->session_mark, "zookeeper.session_"
+			    "timeout: %s is less than twice zookeeper.tick_time "
+			    "(%s): ZooKeeper gives no session under 2 ticks, and "
+			    "the agent leads only with T >= 2 x tick_time (use at "
+			    "least %s)", b1, b2, b3);
+		else
+			conf_error(ld, &ld->tick_mark, "zookeeper.tick_time: %s "
+			    "is more than half of zookeeper.session_timeout (%s, "
+			    "the default): the agent leads only with T >= 2 x "
+			    "tick_time (set session_timeout to at least %s)", b2,
+			    b1, b3);
+	}
 	if (ld->signal_seen && !ld->pidfile_seen)
 		conf_error(ld, &ld->signal_mark, "notify.%s: needs "
 		    "notify.pidfile (the process to signal)", ld->signal_key);
