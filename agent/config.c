@@ -10,6 +10,7 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/un.h>
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -1171,8 +1173,9 @@ static void
 check_whole(struct loader *ld)
 {
 	struct config *conf = ld->conf;
-	char host[200], id[ID_MAX + 1];	/* 199 + ':' + pid fits */
+	char host[200], id[ID_MAX + 1];	/* 199 + ':' pid ':' 8 fits */
 	char b1[32], b2[32], b3[32];
+	uint32_t rnd;
 
 	/*
 	 * ZooKeeper grants no session under 2 ticks (minSessionTimeout), and
@@ -1201,10 +1204,20 @@ check_whole(struct loader *ld)
 		conf_error(ld, &ld->signal_mark, "notify.%s: needs "
 		    "notify.pidfile (the process to signal)", ld->signal_key);
 	if (conf->election_id == NULL) {
+		/*
+		 * hostname:pid for the operator (ps, the logs), and 32 random
+		 * bits: containers on a host network share the hostname and
+		 * each agent is pid 1 of its namespace, so hostname:pid alone
+		 * was the same in all of them.
+		 */
 		if (gethostname(host, sizeof(host)) == -1)
 			strcpy(host, "localhost");
 		host[sizeof(host) - 1] = '\0';
-		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
+		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			rnd = (uint32_t)clock() ^ (uint32_t)time(NULL) ^
+			    (uint32_t)getpid() << 16;
+		snprintf(id, sizeof(id), "%s:%ld:%08" PRIx32, host,
+		    (long)getpid(), rnd);
 		set_string(&conf->election_id, id);
 	}
 	if (!ld->partitions_seen)

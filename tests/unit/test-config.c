@@ -161,7 +161,7 @@ END_TEST
 
 START_TEST(test_good_defaults)
 {
-	struct config *conf = load_good("minimal.yaml");
+	struct config *conf = load_good("minimal.yaml"), *other;
 	char host[256], *want;
 
 	ck_assert_str_eq(conf->zk_servers, "localhost:2181");
@@ -190,10 +190,17 @@ START_TEST(test_good_defaults)
 	ck_assert_ptr_null(conf->partitions);	/* one election, as ever */
 	ck_assert_int_eq(conf->npartitions, 0);
 
-	/* The default id is hostname:pid. */
+	/* The default id is hostname:pid: and 8 hex digits of chance, so
+	 * that pid 1 of two containers on one host differ. */
 	ck_assert_int_eq(gethostname(host, sizeof(host)), 0);
-	ck_assert_int_ne(asprintf(&want, "%s:%ld", host, (long)getpid()), -1);
-	ck_assert_str_eq(conf->election_id, want);
+	ck_assert_int_ne(asprintf(&want, "%s:%ld:", host, (long)getpid()), -1);
+	ck_assert_int_eq(strncmp(conf->election_id, want, strlen(want)), 0);
+	ck_assert_uint_eq(strlen(conf->election_id), strlen(want) + 8);
+	ck_assert_uint_eq(strspn(conf->election_id + strlen(want),
+	    "0123456789abcdef"), 8);
+	other = load_good("minimal.yaml");
+	ck_assert_str_ne(conf->election_id, other->election_id);
+	config_free(other);
 	free(want);
 	config_free(conf);
 }
