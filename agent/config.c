@@ -42,8 +42,10 @@
 #define SHOW_MAX		64	/* bytes of a user's value shown in a message */
 
 struct loader {
-	const char	*file;
+	const char	*file;		/* the file, or the program (flags) */
 	FILE		*errs;
+	const struct config_flag *flags; /* config_from_flags: marks name these */
+	int		 nflags;
 	yaml_document_t	*doc;
 	struct config	*conf;
 	int		 nerrors;
@@ -55,6 +57,11 @@ struct loader {
 	yaml_mark_t	 session_mark;		/* of its value */
 	bool		 tick_seen;		/* zookeeper.tick_time */
 	yaml_mark_t	 tick_mark;
+	bool		 run_seen;		/* notify.run */
+	bool		 run_exit_seen;		/* notify.run_exit, notify.run_output */
+	yaml_mark_t	 run_exit_mark;
+	bool		 run_output_seen;
+	yaml_mark_t	 run_output_mark;
 	bool		 partitions_seen;	/* the partitions: key */
 	yaml_mark_t	 partitions_mark;
 	int		 partitions_keys;	/* count: and names: seen */
@@ -114,6 +121,10 @@ static const struct choices disconnect_choices = { "value",
 	{ { "hold_lease", false }, { "step_down", true }, { NULL, 0 } } };
 static const struct choices failure_choices = { "value",
 	{ { "keep", false }, { "resign", true }, { NULL, 0 } } };
+static const struct choices run_exit_choices = { "value",
+	{ { "restart", false }, { "stop", true }, { NULL, 0 } } };
+static const struct choices run_output_choices = { "value",
+	{ { "log", false }, { "inherit", true }, { NULL, 0 } } };
 static const struct choices level_choices = { "level",
 	{ { "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warn", LOG_WARN },
 	  { "error", LOG_ERROR }, { NULL, 0 } } };
@@ -163,6 +174,10 @@ static const struct key notify_keys[] = {
 	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "run_exit", K_ENUM, F(notify_run_exit_stop), false, NULL, NULL, 0, 0,
+	    &run_exit_choices, sizeof(((struct config *)0)->notify_run_exit_stop) },
+	{ "run_output", K_ENUM, F(notify_run_inherit), false, NULL, NULL, 0, 0,
+	    &run_output_choices, sizeof(((struct config *)0)->notify_run_inherit) },
 	{ "on_leader_change", K_ARGV, F(notify_on_leader_change), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "on_leader_failure", K_ENUM, F(notify_resign_on_failure), false, NULL, NULL, 0, 0,
 	    &failure_choices, sizeof(((struct config *)0)->notify_resign_on_failure) },
@@ -205,8 +220,16 @@ conf_error(struct loader *ld, const yaml_mark_t *mark, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(ld->errs, "%s:%zu:%zu: ", ld->file, mark->line + 1,
-	    mark->column + 1);
+	/* From flags, a mark's index is the flag's (1-based; 0: none). */
+	if (ld->flags != NULL && mark->index >= 1 &&
+	    mark->index <= (size_t)ld->nflags)
+		fprintf(ld->errs, "%s: %s: ", ld->file,
+		    ld->flags[mark->index - 1].flag);
+	else if (ld->flags != NULL)
+		fprintf(ld->errs, "%s: ", ld->file);
+	else
+		fprintf(ld->errs, "%s:%zu:%zu: ", ld->file, mark->line + 1,
+		    mark->column + 1);
 	va_start(ap, fmt);
 	vfprintf(ld->errs, fmt, ap);
 	va_end(ap);
@@ -1151,7 +1174,18 @@ walk_mapping(struct loader *ld, const struct key *keys, const char *prefix,
 		} else if (k->kind == K_STRING &&
 		    k->off == offsetof(struct config, notify_pidfile))
 			ld->pidfile_seen = true;
-		else if (k->kind == K_DURATION &&
+		else if (k->kind == K_ARGV &&
+		    k->off == offsetof(struct config, notify_run))
+			ld->run_seen = true;
+		else if (k->kind == K_ENUM &&
+		    k->off == offsetof(struct config, notify_run_exit_stop)) {
+			ld->run_exit_seen = true;
+			ld->run_exit_mark = key_node->start_mark;
+		} else if (k->kind == K_ENUM &&
+		    k->off == offsetof(struct config, notify_run_inherit)) {
+			ld->run_output_seen = true;
+			ld->run_output_mark = key_node->start_mark;
+		} else if (k->kind == K_DURATION &&
 		    k->off == offsetof(struct config, zk_session_timeout_ms)) {
 			ld->session_seen = true;
 			ld->session_mark = value->start_mark;
@@ -1203,6 +1237,20 @@ check_whole(struct loader *ld)
 	if (ld->signal_seen && !ld->pidfile_seen)
 		conf_error(ld, &ld->signal_mark, "notify.%s: needs "
 		    "notify.pidfile (the process to signal)", ld->signal_key);
+	if (ld->run_exit_seen && !ld->run_seen)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: needs "
+		    "notify.run (the command whose end it is about)");
+	else if (conf->notify_run_exit_stop && ld->partitions_seen)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: stop "
+		    "needs a single election (with partitions: one command "
+		    "runs per partition; use restart)");
+	else if (conf->notify_run_exit_stop && !conf->election_candidate)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: stop "
+		    "needs election.candidate: true (an observer never runs "
+		    "the command)");
+	if (ld->run_output_seen && !ld->run_seen)
+		conf_error(ld, &ld->run_output_mark, "notify.run_output: "
+		    "needs notify.run (the command whose output it is about)");
 	if (conf->election_id == NULL) {
 		/*
 		 * hostname:pid for the operator (ps, the logs), and 32 random
@@ -1315,6 +1363,185 @@ read_file(const char *file, FILE *errs, unsigned char **text, size_t *len)
 	return 0;
 }
 
+/* Every key at its default. */
+static struct config *
+config_new(void)
+{
+	struct config *conf;
+
+	if ((conf = calloc(1, sizeof(*conf))) == NULL)
+		abort();
+	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
+	conf->election_candidate = true;
+	set_string(&conf->api_socket, CONFIG_DEFAULT_SOCKET);
+	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
+	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
+	conf->log_level = LOG_INFO;
+	conf->log_format = LOG_TEXT;
+	return conf;
+}
+
+/* A node added to a flags document carries its flag's index as a mark. */
+static int
+flags_node(yaml_document_t *doc, int id, int flag)
+{
+	if (id == 0)
+		abort();	/* out of memory */
+	yaml_document_get_node(doc, id)->start_mark.index = (size_t)flag;
+	return id;
+}
+
+static int
+flags_scalar(yaml_document_t *doc, const char *text, int flag)
+{
+	/* Double-quoted: "", "null" and "~" stay the text they are. */
+	return flags_node(doc, yaml_document_add_scalar(doc, NULL,
+	    (yaml_char_t *)(uintptr_t)text, (int)strlen(text),
+	    YAML_DOUBLE_QUOTED_SCALAR_STYLE), flag);
+}
+
+/* The mapping under key NAME of mapping MAP, made if it is not there. */
+static int
+flags_section(yaml_document_t *doc, int map, const char *name, int flag)
+{
+	yaml_node_pair_t *pair;
+	yaml_node_t *m = yaml_document_get_node(doc, map), *k;
+	int sub;
+
+	for (pair = m->data.mapping.pairs.start;
+	    pair < m->data.mapping.pairs.top; pair++) {
+		k = yaml_document_get_node(doc, pair->key);
+		if (strcmp((const char *)k->data.scalar.value, name) == 0 &&
+		    yaml_document_get_node(doc, pair->value)->type ==
+		    YAML_MAPPING_NODE)
+			return pair->value;
+	}
+	sub = flags_node(doc, yaml_document_add_mapping(doc, NULL,
+	    YAML_BLOCK_MAPPING_STYLE), flag);
+	if (!yaml_document_append_mapping_pair(doc, map,
+	    flags_scalar(doc, name, flag), sub))
+		abort();
+	return sub;
+}
+
+/*
+ * A command named on a command line is looked up as a shell would: a
+ * name without '/' in PATH, a relative path from here. The absolute path
+ * goes into notify.run (whose checks want one); NULL with *why set when
+ * it is not found.
+ */
+static char *
+flags_command(const char *name, const char **why)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char file[PATH_MAX], cwd[PATH_MAX];
+	struct stat st;
+	char *out;
+
+	*why = NULL;
+	if (name[0] == '/')
+		out = strdup(name);
+	else if (strchr(name, '/') != NULL) {
+		if (getcwd(cwd, sizeof(cwd)) == NULL) {
+			*why = strerror(errno);
+			return NULL;
+		}
+		if (asprintf(&out, "%s/%s", cwd, name) == -1)
+			out = NULL;
+	} else {
+		if (path == NULL || path[0] == '\0')
+			path = "/usr/local/bin:/usr/bin:/bin";
+		for (p = path; ; p = end + 1) {
+			end = strchr(p, ':');
+			if (end == NULL)
+				end = p + strlen(p);
+			if (end > p && snprintf(file, sizeof(file), "%.*s/%s",
+			    (int)(end - p), p, name) < (int)sizeof(file) &&
+			    stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(file, X_OK) == 0)
+				break;
+			if (*end == '\0') {
+				*why = "not found in PATH";
+				return NULL;
+			}
+		}
+		out = strdup(file);
+	}
+	if (out == NULL)
+		abort();
+	return out;
+}
+
+/* A configuration from settings alone (see config.h). */
+struct config *
+config_from_flags(const char *prog, const struct config_flag *flags, int n,
+    FILE *errs)
+{
+	struct loader ld = { .file = prog, .errs = errs, .flags = flags,
+	    .nflags = n };
+	yaml_document_t doc;
+	struct config *conf;
+	char key[128], *dot, *name, *cmd;
+	const char *why;
+	yaml_mark_t mark = { 0, 0, 0 };
+	int root, map, seq, i, j;
+
+	conf = config_new();
+	ld.conf = conf;
+	ld.doc = &doc;
+	if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1))
+		abort();
+	root = flags_node(&doc, yaml_document_add_mapping(&doc, NULL,
+	    YAML_BLOCK_MAPPING_STYLE), 0);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s", flags[i].key);
+		map = root;
+		for (name = key; (dot = strchr(name, '.')) != NULL;
+		    name = dot + 1) {
+			*dot = '\0';
+			map = flags_section(&doc, map, name, i + 1);
+		}
+		if (flags[i].argv == NULL) {
+			if (!yaml_document_append_mapping_pair(&doc, map,
+			    flags_scalar(&doc, name, i + 1),
+			    flags_scalar(&doc, flags[i].value, i + 1)))
+				abort();
+			continue;
+		}
+		seq = flags_node(&doc, yaml_document_add_sequence(&doc, NULL,
+		    YAML_FLOW_SEQUENCE_STYLE), i + 1);
+		for (j = 0; flags[i].argv[j] != NULL; j++) {
+			cmd = NULL;
+			if (j == 0 && flags[i].argv[0][0] != '\0' &&
+			    (cmd = flags_command(flags[i].argv[0], &why)) ==
+			    NULL) {
+				mark.index = (size_t)i + 1;
+				conf_error(&ld, &mark, "cannot run '%s': %s",
+				    flags[i].argv[0], why);
+			}
+			if (!yaml_document_append_sequence_item(&doc, seq,
+			    flags_scalar(&doc, cmd != NULL ? cmd :
+			    flags[i].argv[j], i + 1)))
+				abort();
+			free(cmd);
+		}
+		if (!yaml_document_append_mapping_pair(&doc, map,
+		    flags_scalar(&doc, name, i + 1), seq))
+			abort();
+	}
+	if (ld.nerrors == 0) {
+		walk_mapping(&ld, root_keys, "", yaml_document_get_root_node(&doc),
+		    &file_start);
+		check_whole(&ld);
+	}
+	yaml_document_delete(&doc);
+	if (ld.nerrors > 0) {
+		config_free(conf);
+		return NULL;
+	}
+	return conf;
+}
+
 /* Reads, checks and returns the configuration in FILE (see config.h). */
 struct config *
 config_load(const char *file, FILE *errs)
@@ -1330,16 +1557,8 @@ config_load(const char *file, FILE *errs)
 	if (read_file(file, errs, &text, &len) == -1)
 		return NULL;
 
-	if ((conf = calloc(1, sizeof(*conf))) == NULL)
-		abort();
+	conf = config_new();
 	set_string(&conf->file, file);
-	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
-	conf->election_candidate = true;
-	set_string(&conf->api_socket, CONFIG_DEFAULT_SOCKET);
-	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
-	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
-	conf->log_level = LOG_INFO;
-	conf->log_format = LOG_TEXT;
 	ld.conf = conf;
 	ld.doc = &doc;
 
