@@ -1337,6 +1337,10 @@ main(int argc, char *argv[])
 		return members_cmd(argc, argv);
 	if (strcmp(cmd, "partitions") == 0)
 		return cmd_partitions(argc, argv);
+	if (strcmp(cmd, "lock") == 0 || strcmp(cmd, "elect") == 0)
+		return lock_cmd(cmd, argc, argv);
+	if (strcmp(cmd, "hold") == 0)
+		return hold_cmd(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;
