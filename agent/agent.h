@@ -24,6 +24,9 @@ struct notify;
 struct watchdog;
 
 #define AGENT_REASONS_MAX	32
+/* notify.run_exit: stop: the exit status when leadership ended while the
+ * command ran (EX_TEMPFAIL of sysexits.h: the lock was lost, try again). */
+#define AGENT_EXIT_LOST		75
 /* A graceful stop with partitions waits this long for successors. */
 #define AGENT_PARTS_STOP_WAIT_MS 5000
 

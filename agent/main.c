@@ -15,6 +15,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -39,6 +43,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: zkelectd [-c FILE] [--check-config]\n"
+	    "       zkelectd --zookeeper SERVERS --path PATH [OPTIONS] [-- CMD [ARGS...]]\n"
 	    "\n"
 	    "Leader-election sidecar: joins a ZooKeeper election and tells the\n"
 	    "local app, over a Unix socket, whether it leads and under which epoch.\n"
@@ -49,7 +54,107 @@ usage(FILE *f)
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
-	    "Exit status: 0 clean stop, 1 configuration or usage error, 2 runtime error.\n");
+	    "Without a file, the configuration from flags (each sets the key named,\n"
+	    "with its checks and default; zkelect.yaml(5)):\n"
+	    "  --zookeeper SERVERS      zookeeper.servers (required)\n"
+	    "  --path PATH              election.path (required)\n"
+	    "  --id ID                  election.id\n"
+	    "  --value TEXT             election.value\n"
+	    "  --session-timeout D      zookeeper.session_timeout\n"
+	    "  --tick-time D            zookeeper.tick_time\n"
+	    "  --socket PATH            api.socket (default: a private directory,\n"
+	    "                           removed at exit)\n"
+	    "  --listen ADDR            api.listen\n"
+	    "  --log-level LEVEL        log.level\n"
+	    "  --log-format FORMAT      log.format\n"
+	    "  --run-exit restart|stop  notify.run_exit\n"
+	    "  --run-output log|inherit notify.run_output\n"
+	    "  -- CMD [ARGS...]         notify.run (CMD looked up in PATH)\n"
+	    "\n"
+	    "Exit status: 0 clean stop, 1 configuration or usage error, 2 runtime error;\n"
+	    "with run_exit: stop, the command's status (see zkelectd(8)).\n");
+}
+
+/* zkelectd's configuration flags and the keys they set. */
+static const struct {
+	const char	*flag;		/* "--" and getopt's name */
+	const char	*key;
+} agent_flag_keys[] = {
+	{ "--zookeeper", "zookeeper.servers" },
+	{ "--path", "election.path" },
+	{ "--id", "election.id" },
+	{ "--value", "election.value" },
+	{ "--session-timeout", "zookeeper.session_timeout" },
+	{ "--tick-time", "zookeeper.tick_time" },
+	{ "--socket", "api.socket" },
+	{ "--listen", "api.listen" },
+	{ "--log-level", "log.level" },
+	{ "--log-format", "log.format" },
+	{ "--run-exit", "notify.run_exit" },
+	{ "--run-output", "notify.run_output" },
+};
+#define AGENT_NFLAGS	(sizeof(agent_flag_keys) / sizeof(agent_flag_keys[0]))
+#define AGENT_FLAG_OPT	256	/* getopt's val of agent_flag_keys[i]: 256 + i */
+
+/*
+ * The configuration from zkelectd's flags (no file), with CMD (argv, may
+ * be NULL) as notify.run. Without --socket, the socket goes in a private
+ * directory made here (*dir, removed at exit). NULL, said, on an error.
+ */
+static struct config *
+agent_config_from_flags(struct config_flag *flags, int n, char **cmd,
+    char **dir)
+{
+	static char sock[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	bool have_zk = false, have_path = false, have_socket = false;
+	struct config *conf;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		have_zk |= strcmp(flags[i].key, "zookeeper.servers") == 0;
+		have_path |= strcmp(flags[i].key, "election.path") == 0;
+		have_socket |= strcmp(flags[i].key, "api.socket") == 0;
+	}
+	if (!have_zk || !have_path) {
+		fprintf(stderr, "zkelectd: without a configuration file, --zookeeper "
+		    "SERVERS and --path PATH are needed\n");
+		usage(stderr);
+		return NULL;
+	}
+	if (cmd != NULL) {
+		flags[n].flag = "the command after --";
+		flags[n].key = "notify.run";
+		flags[n].value = NULL;
+		flags[n++].argv = cmd;
+	}
+	if (!have_socket) {
+		/* Only this user may reach it: the directory is 0700. */
+		if (tmp == NULL || tmp[0] != '/')
+			tmp = "/tmp";
+		if (asprintf(dir, "%s/zkelectd.XXXXXX", tmp) == -1)
+			abort();
+		if (mkdtemp(*dir) == NULL) {
+			fprintf(stderr, "zkelectd: cannot make a directory for the "
+			    "API socket in %s: %s (give one with --socket)\n", tmp,
+			    strerror(errno));
+			free(*dir);
+			*dir = NULL;
+			return NULL;
+		}
+		snprintf(sock, sizeof(sock), "%s/api.sock", *dir);
+		flags[n].flag = "the private socket";
+		flags[n].key = "api.socket";
+		flags[n].value = sock;
+		flags[n++].argv = NULL;
+	}
+	conf = config_from_flags("zkelectd", flags, n, stderr);
+	if (conf == NULL && *dir != NULL) {
+		rmdir(*dir);
+		free(*dir);
+		*dir = NULL;
+	}
+	return conf;
 }
 
 /* A random (version 4) UUID, as Curator's protected mode uses. */
@@ -302,6 +407,10 @@ agent_reload_changes(const struct config *old, const struct config *new,
 		{ "notify.follower_signal", old->notify_follower_signal !=
 		    new->notify_follower_signal },
 		{ "notify.run", agent_argv_differ(old->notify_run, new->notify_run) },
+		{ "notify.run_exit", old->notify_run_exit_stop !=
+		    new->notify_run_exit_stop },
+		{ "notify.run_output", old->notify_run_inherit !=
+		    new->notify_run_inherit },
 		{ "log.level", old->log_level != new->log_level },
 		{ "log.format", old->log_format != new->log_format },
 		{ "api.allow_tcp_resign", old->api_tcp_resign != new->api_tcp_resign },
@@ -333,6 +442,11 @@ agent_reload(struct agent *agent)
 	size_t errlen = 0;
 	FILE *f;
 
+	if (old->file == NULL) {
+		log_info("reload: the configuration came from the command line; "
+		    "nothing to reload");
+		return;
+	}
 	sdnotify_reloading();
 	f = open_memstream(&errs, &errlen);
 	if (f == NULL) {
@@ -400,6 +514,8 @@ agent_reload(struct agent *agent)
 	SWAP(notify_leader_signal);
 	SWAP(notify_follower_signal);
 	SWAP(notify_run);
+	SWAP(notify_run_exit_stop);
+	SWAP(notify_run_inherit);
 	SWAP(log_level);
 	SWAP(log_format);
 	SWAP(api_tcp_resign);
@@ -460,13 +576,12 @@ agent_drain(struct agent *agent)
 	event_free(ev);
 }
 
+static void agent_stop(struct agent *);
+
 static void
 agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *agent = arg;
-	struct election_event ev;
-	uint64_t grace_ms;
-	struct timeval grace;
 
 	if (agent->election.stopping) {
 		log_info("%s again: exiting now", strsignal((int)sig));
@@ -475,6 +590,49 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
+	/* run_exit: stop: 128 + the signal, as a shell says, unless the
+	 * command ran and its status comes (agent_run_exited). */
+	if (agent->conf->notify_run_exit_stop)
+		agent->exit_code = 128 + (int)sig;
+	agent_stop(agent);
+}
+
+/*
+ * notify.run_exit: stop (doc/design.md, "Hooks, signals and the
+ * supervised child"): the command ended. Its status becomes ours; if it
+ * ended by itself, the agent stops gracefully (the app told, then the
+ * release names the successor); if a loss of leadership stopped it, the
+ * agent stops with AGENT_EXIT_LOST.
+ */
+static void
+agent_run_exited(void *arg, int status, bool by_itself)
+{
+	struct agent *agent = arg;
+
+	if (!agent->conf->notify_run_exit_stop)
+		return;
+	agent->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+	    WEXITSTATUS(status);
+	if (agent->election.stopping)
+		return;		/* stopped by a signal: its status is ours */
+	if (!by_itself) {
+		agent->exit_code = AGENT_EXIT_LOST;
+		log_warnx("run_exit: stop: leadership ended while the command "
+		    "ran; stopping (exit status %d)", AGENT_EXIT_LOST);
+	} else
+		log_info("run_exit: stop: the command ended (exit status %d); "
+		    "stopping, handing over", agent->exit_code);
+	agent_stop(agent);
+}
+
+/* A graceful stop (rule 10): the app is told, then the node goes. */
+static void
+agent_stop(struct agent *agent)
+{
+	struct election_event ev;
+	uint64_t grace_ms;
+	struct timeval grace;
+
 	log_debug("trace: stop at=%" PRIu64, clock_now_us());
 	sdnotify_stopping();
 	memset(&ev, 0, sizeof(ev));
@@ -543,13 +701,16 @@ agent_reserve_fds(void)
 int
 main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
+	struct option longopts[5 + AGENT_NFLAGS] = {
 		{ "config",		required_argument,	NULL, 'c' },
 		{ "check-config",	no_argument,		NULL, 'n' },
 		{ "version",		no_argument,		NULL, 'V' },
 		{ "help",		no_argument,		NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
 	};
+	struct config_flag flags[AGENT_NFLAGS + 2];
+	char **cmd = NULL, *sockdir = NULL;
+	int nflags = 0;
+	size_t k;
 	struct agent agent;
 	/* What the modules report upward, wired here. */
 	const struct zk_cb zk_cb = {
@@ -563,6 +724,7 @@ main(int argc, char *argv[])
 		.resign = agent_resign,
 		.told = agent_told,
 		.part_told = agent_part_told,
+		.run_exited = agent_run_exited,
 		.arg = &agent,
 	};
 	const struct api_cb api_cb = { .resign = agent_resign, .arg = &agent };
@@ -571,7 +733,29 @@ main(int argc, char *argv[])
 	int ch;
 
 	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
-	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
+	for (k = 0; k < AGENT_NFLAGS; k++) {
+		longopts[4 + k].name = agent_flag_keys[k].flag + 2;
+		longopts[4 + k].has_arg = required_argument;
+		longopts[4 + k].val = AGENT_FLAG_OPT + (int)k;
+	}
+	/* "+": options stop at the first other word; a command follows --. */
+	while ((ch = getopt_long(argc, argv, "+c:Vh", longopts, NULL)) != -1) {
+		if (ch >= AGENT_FLAG_OPT) {
+			k = (size_t)(ch - AGENT_FLAG_OPT);
+			if (nflags == (int)AGENT_NFLAGS) {
+				/* One of them twice at least: the check says
+				 * which, up to here. */
+				fprintf(stderr, "zkelectd: %s: each flag may be "
+				    "given once\n", agent_flag_keys[k].flag);
+				usage(stderr);
+				return 1;
+			}
+			flags[nflags].flag = agent_flag_keys[k].flag;
+			flags[nflags].key = agent_flag_keys[k].key;
+			flags[nflags].value = optarg;
+			flags[nflags++].argv = NULL;
+			continue;
+		}
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -590,10 +774,34 @@ main(int argc, char *argv[])
 			return 1;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "zkelectd: unexpected argument '%s'\n", argv[optind]);
+	if (optind != argc && nflags > 0 && optind > 1 &&
+	    strcmp(argv[optind - 1], "--") == 0)
+		cmd = &argv[optind];	/* notify.run, from the flags */
+	else if (optind != argc) {
+		fprintf(stderr, "zkelectd: unexpected argument '%s'%s\n",
+		    argv[optind], nflags > 0 ? " (a command goes after --)" : "");
 		usage(stderr);
 		return 1;
+	}
+	if (nflags > 0 && file != NULL) {
+		fprintf(stderr, "zkelectd: -c FILE and the configuration flags "
+		    "(%s, ...) exclude each other\n", flags[0].flag);
+		usage(stderr);
+		return 1;
+	}
+	memset(&agent, 0, sizeof(agent));
+	if (nflags > 0) {
+		agent.conf = agent_config_from_flags(flags, nflags, cmd, &sockdir);
+		if (agent.conf == NULL)
+			return 1;
+		if (check) {
+			printf("configuration OK\n");
+			config_free(agent.conf);
+			rmdir(sockdir);
+			free(sockdir);
+			return 0;
+		}
+		goto configured;
 	}
 	if (file == NULL) {
 		/* The same default as zkelectctl members. */
@@ -608,7 +816,6 @@ main(int argc, char *argv[])
 		}
 	}
 
-	memset(&agent, 0, sizeof(agent));
 	agent.conf = config_load(file, stderr);
 	if (agent.conf == NULL)
 		return 1;
@@ -617,6 +824,7 @@ main(int argc, char *argv[])
 		config_free(agent.conf);
 		return 0;
 	}
+configured:
 	log_init(agent.conf->log_level, agent.conf->log_format);
 	/* From here no line waits for stderr (a stalled journald, a pipe
 	 * nobody reads): the loop must never stand still in a write. */
@@ -706,6 +914,10 @@ out:
 	event_base_free(agent.base);
 	election_free(&agent.election);
 	config_free(agent.conf);
+	if (sockdir != NULL) {
+		rmdir(sockdir);	/* the socket in it is gone with api_close */
+		free(sockdir);
+	}
 	libevent_global_shutdown();
 	log_stop(LOG_EXIT_FLUSH_MS);
 	return agent.exit_code;

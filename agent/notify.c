@@ -128,6 +128,11 @@ struct notify {
 	uint64_t	 resign_term;
 	struct event	*ev_resign;
 
+	/* notify.run_exit: stop: the child's end, told from the loop */
+	struct event	*ev_run_exited;
+	int		 run_status;
+	bool		 run_by_itself;
+
 	/* partitions: hooks queued, one at a time after the queue above */
 	struct notify_item *pq;
 	int		 pqhead, pqlen, pqcap;
@@ -283,7 +288,7 @@ notify_env(struct notify *n, const struct notify_item *it)
 
 	while (environ[count] != NULL)
 		count++;
-	env = calloc(count + 9, sizeof(*env));
+	env = calloc(count + 10, sizeof(*env));
 	if (env == NULL)
 		abort();
 	for (i = 0; i < count; i++)
@@ -301,7 +306,8 @@ notify_env(struct notify *n, const struct notify_item *it)
 	    asprintf(&env[k++], "ZKELECT_LEADER_EPOCH=")) < 0 ||
 	    asprintf(&env[k++], "ZKELECT_LEADER_VALUE=%s",
 	    it->leader_value != NULL ? it->leader_value : "") < 0 ||
-	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0)
+	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0 ||
+	    asprintf(&env[k++], "ZKELECT_SOCKET=%s", conf->api_socket) < 0)
 		abort();
 	if (it->part != NULL &&
 	    asprintf(&env[k++], "ZKELECT_PARTITION=%s", it->part->name) < 0)
@@ -624,7 +630,9 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	int rc;
 
 	env = notify_env(n, it);
-	rc = guard_spawn(&p->g, it->argv, env, GUARD_CAPTURE);
+	/* notify.run_output: inherit: the child writes where we do. */
+	rc = guard_spawn(&p->g, it->argv, env, it->step == STEP_START_CHILD &&
+	    n->agent->conf->notify_run_inherit ? 0 : GUARD_CAPTURE);
 	notify_env_free(env);
 	if (rc == -1) {
 		log_warn("notify: %s: cannot start %s", notify_label(it->step),
@@ -638,8 +646,8 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	p->cmd = 0;
 	p->len = 0;
 	p->started = clock_now_ms();
-	p->ev_out = event_new(n->agent->base, p->g.out, EV_READ | EV_PERSIST,
-	    notify_out_cb, p);
+	p->ev_out = p->g.out == -1 ? NULL : event_new(n->agent->base, p->g.out,
+	    EV_READ | EV_PERSIST, notify_out_cb, p);
 	p->ev_ctl = event_new(n->agent->base, p->g.ctl, EV_READ | EV_PERSIST,
 	    notify_ctl_cb, p);
 	/*
@@ -651,7 +659,7 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	 */
 	if (p->ev_ctl != NULL)
 		event_add(p->ev_ctl, NULL);
-	else
+	else if (p->ev_out != NULL)
 		event_add(p->ev_out, NULL);
 	return 0;
 }
@@ -719,6 +727,15 @@ notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 	n->resign_term = it->term;
 	/* Not from inside the reaping: from the loop, right after. */
 	event_active(n->ev_resign, EV_TIMEOUT, 0);
+}
+
+/* notify.run_exit: stop: tells main.c how the child ended. */
+static void
+notify_run_exited_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct notify *n = arg;
+
+	n->cb.run_exited(n->cb.arg, n->run_status, n->run_by_itself);
 }
 
 /* --- the child --- */
@@ -1034,11 +1051,21 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 	} else if (n->child.p.g.pid > 0 && pid == n->child.p.g.pid) {
 		p = &n->child.p;
 		notify_proc_finish(p);
-		(n->child.stopping ? log_info : log_warnx)("notify: child %d %s%s",
+		(n->child.stopping || n->agent->conf->notify_run_exit_stop ?
+		    log_info : log_warnx)("notify: child %d %s%s",
 		    notify_proc_pid(p), how, n->child.stopping ? "" :
-		    " while leading; it is started again on the next term");
+		    n->agent->conf->notify_run_exit_stop ? " while leading "
+		    "(run_exit: stop)" : " while leading; it is started again "
+		    "on the next term");
 		notify_item_free(&p->it);
 		evtimer_del(n->child.timer);
+		if (n->agent->conf->notify_run_exit_stop &&
+		    n->cb.run_exited != NULL) {
+			/* Not from inside the reaping: from the loop. */
+			n->run_status = status;
+			n->run_by_itself = !n->child.stopping;
+			event_active(n->ev_run_exited, EV_TIMEOUT, 0);
+		}
 		n->child.stopping = false;
 	} else {
 		for (i = 0; i < n->npc; i++)
@@ -1192,6 +1219,7 @@ notify_open(struct agent *agent, const struct notify_cb *cb)
 	n->child.timer = evtimer_new(agent->base, notify_child_timer_cb,
 	    &n->child);
 	n->ev_resign = evtimer_new(agent->base, notify_resign_cb, n);
+	n->ev_run_exited = evtimer_new(agent->base, notify_run_exited_cb, n);
 	n->ev_sigchld = evsignal_new(agent->base, SIGCHLD, notify_sigchld_cb, n);
 	evsignal_add(n->ev_sigchld, NULL);
 	return n;
@@ -1258,6 +1286,7 @@ notify_close(struct notify *n)
 	event_free(n->hook_timer);
 	event_free(n->child.timer);
 	event_free(n->ev_resign);
+	event_free(n->ev_run_exited);
 	event_free(n->ev_sigchld);
 	free(n);
 }

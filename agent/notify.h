@@ -30,6 +30,9 @@ struct notify_cb {
 	void	(*told)(void *arg, uint64_t told);
 	/* The same for a partition's election. */
 	void	(*part_told)(void *arg, struct part *pt, uint64_t told);
+	/* notify.run_exit: stop: the single election's command ended with
+	 * STATUS (waitpid's), by itself or stopped by the agent. */
+	void	(*run_exited)(void *arg, int status, bool by_itself);
 	void	*arg;
 };
 

@@ -592,6 +592,16 @@ zk_msg_free(struct zk_msg *m)
 static enum election_session
 zk_session_of(int state)
 {
+	/*
+	 * ZOO_READONLY_STATE is not a read-only ZooKeeper here: the agent never
+	 * asks for read-only mode, and a read-only server refuses a client
+	 * that did not (ZooKeeperServer.processConnectRequest). The C client
+	 * takes any 41 bytes after the connect for the handshake's reply and
+	 * the last of them for the read-only flag, so the state means that
+	 * something other than ZooKeeper answered (an HTTP server, a proxy's
+	 * error page). It stays "not leading" (rule 12); zk_log_session says
+	 * what it means.
+	 */
 	if (state == ZOO_CONNECTED_STATE)
 		return SESSION_CONNECTED;
 	if (state == ZOO_EXPIRED_SESSION_STATE)
@@ -622,7 +632,17 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 		log_error("zookeeper: authentication failed (check zookeeper.auth)");
 		break;
 	case SESSION_READONLY:
-		log_warnx("zookeeper: connected to a read-only server; not leading");
+		/* Once per spell without ZooKeeper, as a lost connection: the
+		 * client goes on trying, and zk_nag says how long for. */
+		if (!zk->disconnected) {
+			zk->disconnected = true;
+			log_warnx("zookeeper: a server of %s does not answer as "
+			    "ZooKeeper does (its reply to the handshake reads as a "
+			    "read-only session, which this agent never asks for): "
+			    "is it a ZooKeeper client port? Not leading; retrying",
+			    zk->agent->conf->zk_servers);
+			zk_nag_start(zk);
+		}
 		break;
 	default:
 		if (!zk->disconnected) {

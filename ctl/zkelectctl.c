@@ -8,6 +8,10 @@
  *   zkelectctl run [-p NAME] -- CMD [ARGS...]
  *   zkelectctl partitions [--json]
  *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
+ *   zkelectctl members --zookeeper SERVERS PATH [--json]
+ *   zkelectctl lock [--zookeeper SERVERS] PATH -- CMD [ARGS...]  (lock.c)
+ *   zkelectctl elect [--zookeeper SERVERS] PATH [ID]
+ *   zkelectctl hold                          (what elect runs)
  * Exit status: 0 success (for wait: the condition holds), 1 usage error
  * (is-leader: not leading), 2 the agent could not be reached or answered
  * an error, 3 wait timed out.
@@ -72,6 +76,22 @@ usage(FILE *f)
 	    "                              election path come from the agent's FILE\n"
 	    "                              (default $ZKELECT_CONFIG or\n"
 	    "                              " DEFAULT_CONFIG ")\n"
+	    "  members --zookeeper SERVERS PATH [--json] [--timeout DURATION]\n"
+	    "                              the same with no file, from any host; a\n"
+	    "                              partitioned election: members and each\n"
+	    "                              partition's owner and epoch\n"
+	    "\n"
+	    "Commands that run an agent of their own (no file, no agent needed;\n"
+	    "SERVERS defaults to $ZKELECT_ZOOKEEPER):\n"
+	    "  lock [--zookeeper SERVERS] [--id ID] [--session-timeout D]\n"
+	    "       [--tick-time D] [--log-level LEVEL] [-v] PATH -- CMD [ARGS...]\n"
+	    "                              run CMD while this process leads PATH;\n"
+	    "                              exit with its status (75: the term was\n"
+	    "                              lost while it ran); SIGTERM or Ctrl-C\n"
+	    "                              stops it and hands over\n"
+	    "  elect [--zookeeper SERVERS] [OPTIONS] PATH [ID]\n"
+	    "                              wait to lead, print the epoch, hold until\n"
+	    "                              SIGTERM or Ctrl-C, hand over, exit 0\n"
 	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
@@ -81,8 +101,8 @@ usage(FILE *f)
 	    "\n"
 	    "Exit status: 0 ok, 1 usage or configuration error (is-leader: not\n"
 	    "leading), 2 agent or ZooKeeper unreachable, or an error, 3 wait timed\n"
-	    "out (--timeout 0: the condition does not hold); run exits with its\n"
-	    "command's status.\n");
+	    "out (--timeout 0: the condition does not hold); run, lock and elect\n"
+	    "exit with their command's status (zkelectctl(1)).\n");
 }
 
 /* Anything left after a command's options is refused, with usage. */
@@ -1344,6 +1364,10 @@ main(int argc, char *argv[])
 		return members_cmd(argc, argv);
 	if (strcmp(cmd, "partitions") == 0)
 		return cmd_partitions(argc, argv);
+	if (strcmp(cmd, "lock") == 0 || strcmp(cmd, "elect") == 0)
+		return lock_cmd(cmd, argc, argv);
+	if (strcmp(cmd, "hold") == 0)
+		return hold_cmd(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import threading
 
-from zkharness import ZKELECTCTL, SLOW, poll  # noqa: E402
+from zkharness import ZKELECTCTL, SLOW, ZooKeeperServer, poll  # noqa: E402
 
 
 
@@ -31,26 +31,38 @@ def test_raised_timeout_is_said(agents):
 
 
 def test_tick_time_above_half_the_timeout_refuses_to_lead(agents):
-    """tick_time 1.5 s against a 2 s session: ZooKeeper's defaults would not
-    negotiate that, the lease cannot be proven. a never answers true, says
-    why in its status and once in its log; b, configured right, leads."""
-    a = agents.new("a", session_timeout="2s", tick_time="1500ms")
-    s = a.wait_for(lambda s: s["session"]["state"] == "connected" and s["reason"],
-                   20 * SLOW, what="a to say why it does not lead")
-    assert "below twice zookeeper.tick_time" in s["reason"], s
-    assert s["is_leader"] is False
-    b = agents.new("b", session_timeout="2s")
-    b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b leads")
-    s = a.wait_for(lambda s: s["leader"] and s["leader"]["id"] == "b", 10 * SLOW,
-                   what="a to name b as the leader")
-    assert s["is_leader"] is False and s["position"] == -1, s
-    line = subprocess.run([ZKELECTCTL, "-s", a.socket, "status"], capture_output=True,
-                          text=True, timeout=10)
-    assert "not leading: session timeout below twice zookeeper.tick_time" in line.stdout, \
-        line.stdout + line.stderr
-    log = a.log_text(400000)
-    assert log.count("no lease can be proven, so this agent will not lead") == 1, log[-3000:]
-    assert log.count("election: not leading: session timeout below twice") == 1, log[-3000:]
+    """A server whose maxSessionTimeout (2 s) lowers the 4 s asked for, with
+    tick_time 1.5 s: the negotiated T is below twice tick_time, which
+    ZooKeeper's defaults would not negotiate, so the lease cannot be proven.
+    a never answers true, says why in its status and once in its log; b,
+    configured right, leads. (A file that asks for under 2 x tick_time
+    itself is refused by --check-config: tests/data/config/bad.)"""
+    zk = ZooKeeperServer(max_session_ms=2000).start()
+    try:
+        a = agents.new("a", session_timeout="4s", tick_time="1500ms",
+                       zk_hostport=zk.hostport)
+        s = a.wait_for(lambda s: s["session"]["state"] == "connected" and s["reason"],
+                       20 * SLOW, what="a to say why it does not lead")
+        assert s["session"]["timeout_ms"] == 2000, s
+        assert "below twice zookeeper.tick_time" in s["reason"], s
+        assert s["is_leader"] is False
+        b = agents.new("b", session_timeout="2s", zk_hostport=zk.hostport)
+        b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b leads")
+        s = a.wait_for(lambda s: s["leader"] and s["leader"]["id"] == "b", 10 * SLOW,
+                       what="a to name b as the leader")
+        assert s["is_leader"] is False and s["position"] == -1, s
+        line = subprocess.run([ZKELECTCTL, "-s", a.socket, "status"], capture_output=True,
+                              text=True, timeout=10)
+        assert "not leading: session timeout below twice zookeeper.tick_time" in \
+            line.stdout, line.stdout + line.stderr
+        log = a.log_text(400000)
+        assert log.count("no lease can be proven, so this agent will not lead") == 1, \
+            log[-3000:]
+        assert log.count("election: not leading: session timeout below twice") == 1, \
+            log[-3000:]
+    finally:
+        agents.cleanup()
+        zk.cleanup()
 
 
 def test_server_kind_in_status(agents):

@@ -126,6 +126,7 @@ setup(void)
 	memset(watch_part_child, 0, sizeof(watch_part_child));
 	conf.election_id = strdup("agent-1");
 	conf.election_path = strdup("/zkelect/test");
+	conf.api_socket = strdup("/run/zkelect/test.sock");
 	conf.notify_hook_timeout_ms = 5000;
 
 	memset(&agent, 0, sizeof(agent));
@@ -170,6 +171,7 @@ teardown(void)
 	free(conf.election_value);
 	free(conf.election_id);
 	free(conf.election_path);
+	free(conf.api_socket);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	memcpy(tmpdir + strlen(tmpdir) - 6, "XXXXXX", 6);
@@ -701,6 +703,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=http://a:1\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=leader\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	env = slurp(in_dir("env.follower"));
@@ -712,6 +715,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=follower\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	env = slurp(in_dir("env.change"));
@@ -723,6 +727,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=http://b:2\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=follower\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	unsetenv("ZKT_KEEP");
