@@ -334,14 +334,19 @@ election_tick_bound(const struct election *e)
 static uint64_t
 election_lease_until(const struct election *e, uint64_t s)
 {
-	uint64_t t = (uint64_t)e->timeout_ms;
+	uint64_t born = e->session_born, q;
 
 	if (e->lease_naive)
-		return s + t * 2 / 3;
+		return s + (uint64_t)e->timeout_ms * 2 / 3;
 	if (election_no_lease_here(e))
 		return 0;
-	return lease_until(&e->shape, e->sent, e->acked, e->nsent,
-	    e->session_born, s);
+	/* Any request of the session on this connection anchors the lease
+	 * (doc/design.md, "The lease"): with partitions, the session's own
+	 * renewals, whichever partition asks. */
+	if (e->session_ring != NULL &&
+	    (q = lease_anchor(&e->shape, e->session_ring, s)) > born)
+		born = q;
+	return lease_until(&e->shape, e->sent, e->acked, e->nsent, born, s);
 }
 
 static uint64_t

@@ -386,6 +386,9 @@ struct election {
 	uint64_t	 parked_retry;	/* no claim node yet: look again then */
 	bool		 session_renewal; /* partitions: a leader's lease is
 					   extended by the session's renewal */
+	const struct lease_ring *session_ring; /* partitions: the session's
+					   renewals on this connection, which
+					   anchor every lease (NULL: none) */
 	uint64_t	 claim_watch_sent; /* when the claim's watch was last
 					   set, 0 = not set this session */
 	uint64_t	 self_watch_sent;  /* ... our node's */

@@ -188,18 +188,23 @@ agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
  * (doc/design.md, "Architecture").
  */
 
-/* The election told us our role changed: log it once, tell the app. */
+/*
+ * A part's role changed (the single election's, or a partition's): count
+ * it, log it once (one line per gain or loss of a partition, with its
+ * epoch and why), and tell the app through notify.c, which acknowledges a
+ * loss once the app has heard.
+ */
 static void
-agent_notify(void *arg, const struct election_action *a)
+agent_notify(void *arg, struct part *pt, const struct election_action *a)
 {
 	struct agent *agent = arg;
-	struct election *e = &agent->election;
-
 	struct agent_stats *st = &agent->stats;
+	const char *why = election_reason_name(a->reason);
 	int i;
 
 	st->transitions++;
-	st->role_since = clock_now_ms();
+	if (pt->name == NULL)
+		st->role_since = clock_now_ms();
 	for (i = 0; i < AGENT_REASONS_MAX; i++) {
 		struct agent_transition_count *t = &st->by_reason[i];
 		if (t->reason == REASON_NONE) {
@@ -211,124 +216,94 @@ agent_notify(void *arg, const struct election_action *a)
 			break;
 		}
 	}
-	if (a->to == ELECTION_LEADER)
+	if (pt->name == NULL && a->to == ELECTION_LEADER)
 		log_info("role %s -> %s (%s, epoch %" PRIu64 " = 0x%" PRIx64 ")",
 		    election_role_name(a->from), election_role_name(a->to),
-		    election_reason_name(a->reason), e->epoch, e->epoch);
-	else
+		    why, pt->e.epoch, pt->e.epoch);
+	else if (pt->name == NULL)
 		log_info("role %s -> %s (%s)", election_role_name(a->from),
-		    election_role_name(a->to), election_reason_name(a->reason));
-	notify_transition(agent->notify, a);
-}
-
-/*
- * A partition's role changed (doc/design.md, "Partitions"): one line per
- * gain or loss with the partition, its epoch and why; the app is told
- * through notify.c, which acknowledges a loss once it has heard.
- */
-static void
-agent_notify_part(void *arg, struct part *pt, const struct election_action *a)
-{
-	struct agent *agent = arg;
-	const char *why = election_reason_name(a->reason);
-
-	agent->stats.transitions++;
-	if (a->to == ELECTION_LEADER)
+		    election_role_name(a->to), why);
+	else if (a->to == ELECTION_LEADER)
 		log_info("partition %s: gained (%s, epoch %" PRIu64 " = 0x%"
-		    PRIx64 ")", pt->name, why, pt->e->epoch, pt->e->epoch);
+		    PRIx64 ")", pt->name, why, pt->e.epoch, pt->e.epoch);
 	else if (a->from == ELECTION_LEADER)
 		log_info("partition %s: lost (%s -> %s, %s, epoch %" PRIu64 ")",
 		    pt->name, election_role_name(a->from),
-		    election_role_name(a->to), why, pt->e->spent_epoch);
+		    election_role_name(a->to), why, pt->e.spent_epoch);
 	else
 		log_debug("partition %s: role %s -> %s (%s)", pt->name,
 		    election_role_name(a->from), election_role_name(a->to),
 		    why);
-	notify_part_transition(agent->notify, pt, a);
+	notify_transition(agent->notify, pt, a);
 }
 
 /*
- * A partition's report changed (a newly reported leader runs
- * on_leader_change), or the member listing did (PT is NULL): wake long
- * polls on /v1/partitions, tell systemd.
+ * A part's report changed (pt; a newly reported leader runs
+ * on_leader_change), or the members or the assignment did (pt NULL): wake
+ * long polls, tell systemd when what it shows changed.
  */
 static void
-agent_parts_changed(void *arg, struct part *pt)
+agent_changed(void *arg, struct part *pt)
 {
 	struct agent *agent = arg;
-	char status[128];
-
-	if (pt != NULL)
-		notify_part_leader_seen(agent->notify, pt);
-	api_changed(agent->api);
-	snprintf(status, sizeof(status), "partitions: leading %d of %d (%d "
-	    "assigned), %d members", agent->members.owned, agent->nparts,
-	    agent->members.assigned, agent->members.count);
-	sdnotify_status(status);
-}
-
-/* The report changed: wake long polls, tell systemd. */
-static void
-agent_changed(void *arg)
-{
-	struct agent *agent = arg;
+	const struct fleet *f = &agent->fleet;
 	struct election_report r;
 	char status[512];
 
+	if (pt != NULL)
+		notify_leader_seen(agent->notify, pt);
 	api_changed(agent->api);
-	election_report(&agent->election, &r);
-	notify_leader_seen(agent->notify, &r);
-	if (r.role == ELECTION_LEADER)
-		snprintf(status, sizeof(status), "leader, epoch %" PRIu64
-		    ", %d candidate%s", r.epoch, r.candidates,
-		    r.candidates == 1 ? "" : "s");
-	else if (r.has_leader)
-		snprintf(status, sizeof(status), "%s; leader %s (epoch %" PRIu64
-		    "), %d candidate%s", election_role_name(r.role), r.leader_id,
-		    r.leader_epoch, r.candidates, r.candidates == 1 ? "" : "s");
-	else
-		snprintf(status, sizeof(status), "%s; no leader known; session %s",
-		    election_role_name(r.role), election_session_name(r.session));
-	sdnotify_status(status);
+	if (f->partitioned)
+		snprintf(status, sizeof(status), "partitions: leading %d of %d "
+		    "(%d assigned), %d members", f->view.owned, f->nparts,
+		    f->view.assigned, f->view.count);
+	else {
+		election_report(&f->parts[0].e, &r);
+		if (r.role == ELECTION_LEADER)
+			snprintf(status, sizeof(status), "leader, epoch %" PRIu64
+			    ", %d candidate%s", r.epoch, r.candidates,
+			    r.candidates == 1 ? "" : "s");
+		else if (r.has_leader)
+			snprintf(status, sizeof(status), "%s; leader %s (epoch %"
+			    PRIu64 "), %d candidate%s",
+			    election_role_name(r.role), r.leader_id,
+			    r.leader_epoch, r.candidates,
+			    r.candidates == 1 ? "" : "s");
+		else
+			snprintf(status, sizeof(status), "%s; no leader known; "
+			    "session %s", election_role_name(r.role),
+			    election_session_name(r.session));
+	}
+	if (strcmp(status, agent->sd_status) != 0) {
+		snprintf(agent->sd_status, sizeof(agent->sd_status), "%s",
+		    status);
+		sdnotify_status(status);
+	}
 }
 
 /* A resign, asked by the API or by on_leader_failure: resign. */
 static void
-agent_resign(void *arg, uint64_t hold_ms)
+agent_resign(void *arg, struct part *pt, uint64_t hold_ms)
 {
 	struct agent *agent = arg;
-	struct election_event ev;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_RESIGN;
-	ev.now = clock_now_ms();
-	ev.hold_ms = hold_ms;
-	zk_feed(agent->zk, &ev);
+	zk_resign(agent->zk, pt, hold_ms);
 }
 
 /* The app has been told of a loss: the election may let its node go. */
 static void
-agent_told(void *arg, uint64_t told)
+agent_told(void *arg, struct part *pt, uint64_t told)
 {
 	struct agent *agent = arg;
 
-	zk_notified(agent->zk, told);
-}
-
-static void
-agent_part_told(void *arg, struct part *pt, uint64_t told)
-{
-	struct agent *agent = arg;
-
-	zk_part_notified(agent->zk, pt, told);
+	zk_notified(agent->zk, pt, told);
 }
 
 /* T: the negotiated session timeout once known, else the requested one. */
 static uint32_t
 agent_session_timeout(const struct agent *agent)
 {
-	const struct election *e = agent->parts != NULL ?
-	    agent->parts[0].e : &agent->election;
+	const struct election *e = fleet_session(&agent->fleet);
 
 	if (e->timeout_ms > 0)
 		return (uint32_t)e->timeout_ms;
@@ -353,7 +328,7 @@ agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	watchdog_beat(agent->watchdog, t);
 	if (agent->sd_watchdog) {
 		/* While stopping, the interval set for the stop stays. */
-		if (agent->sd_watchdog_ms != t && !agent->election.stopping) {
+		if (agent->sd_watchdog_ms != t && !agent->stopping) {
 			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
 			agent->sd_watchdog_ms = t;
 		}
@@ -583,7 +558,7 @@ agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *agent = arg;
 
-	if (agent->election.stopping) {
+	if (agent->stopping) {
 		log_info("%s again: exiting now", strsignal((int)sig));
 		agent->stop_now = true;
 		event_base_loopexit(agent->base, NULL);
@@ -613,7 +588,7 @@ agent_run_exited(void *arg, int status, bool by_itself)
 		return;
 	agent->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 	    WEXITSTATUS(status);
-	if (agent->election.stopping)
+	if (agent->stopping)
 		return;		/* stopped by a signal: its status is ours */
 	if (!by_itself) {
 		agent->exit_code = AGENT_EXIT_LOST;
@@ -629,28 +604,21 @@ agent_run_exited(void *arg, int status, bool by_itself)
 static void
 agent_stop(struct agent *agent)
 {
-	struct election_event ev;
 	uint64_t grace_ms;
 	struct timeval grace;
 
 	log_debug("trace: stop at=%" PRIu64, clock_now_us());
 	sdnotify_stopping();
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_STOP;
-	ev.now = clock_now_ms();
-	if (agent->parts != NULL) {
-		agent->election.stopping = true;	/* a second signal exits */
-		zk_parts_stop(agent->zk);
-	} else
-		zk_feed(agent->zk, &ev);
+	agent->stopping = true;		/* a second signal exits */
+	zk_stop(agent->zk);
 	/*
 	 * Our node goes only once the app has been told (rule 10): give the
 	 * hooks their timeouts and kill grace and the child its deadline,
 	 * all now queued or running, and ZooKeeper time for the delete.
 	 */
 	grace_ms = STOP_GRACE_MS + notify_drain_ms(agent->notify, clock_now_ms());
-	if (agent->parts != NULL)
-		grace_ms += AGENT_PARTS_STOP_WAIT_MS;
+	if (agent->fleet.partitioned)
+		grace_ms += FLEET_STOP_WAIT_MS;
 	if (grace_ms > STOP_WAIT_MAX_MS)
 		grace_ms = STOP_WAIT_MAX_MS;
 	grace.tv_sec = (time_t)(grace_ms / 1000);
@@ -716,21 +684,18 @@ main(int argc, char *argv[])
 	const struct zk_cb zk_cb = {
 		.changed = agent_changed,
 		.notify = agent_notify,
-		.notify_part = agent_notify_part,
-		.parts_changed = agent_parts_changed,
 		.arg = &agent,
 	};
 	const struct notify_cb notify_cb = {
 		.resign = agent_resign,
 		.told = agent_told,
-		.part_told = agent_part_told,
 		.run_exited = agent_run_exited,
 		.arg = &agent,
 	};
 	const struct api_cb api_cb = { .resign = agent_resign, .arg = &agent };
 	const char *file = NULL;
 	bool check = false;
-	int ch;
+	int ch, i;
 
 	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
 	for (k = 0; k < AGENT_NFLAGS; k++) {
@@ -843,16 +808,14 @@ configured:
 	agent.started = clock_now_ms();
 	agent.stats.role_since = agent.started;
 
-	election_init(&agent.election, agent.conf->election_id,
-	    agent.conf->election_value, agent.conf->election_candidate);
-	agent.election.step_down = agent.conf->election_step_down;
-	agent.election.tick_ms = (int)agent.conf->zk_tick_ms;
-	agent.election.uuid_gen = agent_uuid;
+	fleet_init(&agent.fleet, agent.conf, agent_uuid, NULL);
 	/* Tests only (tests/chaos): the old lease, s + 2T/3 renewed every T/3. */
 	if (getenv("ZKELECT_TEST_LEGACY_LEASE") != NULL &&
 	    strcmp(getenv("ZKELECT_TEST_LEGACY_LEASE"), "1") == 0) {
-		agent.election.lease_naive = true;
-		agent.election.renew_div = 3;
+		for (i = 0; i < agent.fleet.nparts; i++) {
+			agent.fleet.parts[i].e.lease_naive = true;
+			agent.fleet.parts[i].e.renew_div = 3;
+		}
 		log_warnx("ZKELECT_TEST_LEGACY_LEASE=1: the old, unsafe lease (tests only)");
 	}
 
@@ -912,7 +875,7 @@ out:
 		event_free(agent.ev_watchdog);
 	event_free(agent.ev_stop_timeout);
 	event_base_free(agent.base);
-	election_free(&agent.election);
+	fleet_free(&agent.fleet);
 	config_free(agent.conf);
 	if (sockdir != NULL) {
 		rmdir(sockdir);	/* the socket in it is gone with api_close */

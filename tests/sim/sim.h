@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "election.h"
+#include "fleet.h"
 
 #define SIM_AGENTS_MAX		6
 #define SIM_SERVERS_MAX		5
@@ -417,7 +418,13 @@ struct agent {
 	int		 ppm;		/* clock rate: 1 + ppm / 1e6 */
 	int		 servers[SIM_SERVERS_MAX];
 	int		 nservers;
-	struct election	 e;
+	struct fleet	 f;		/* a fleet of one (fleet.c), as zk.c runs it */
+	struct election	*e;		/* its election: &f.parts[0].e */
+	/* the event being stepped, for the trace */
+	enum election_event_type ev_type;
+	const char	*ev_name;
+	int		 ev_rc;
+	uint64_t	 ev_gen;
 	struct handle	*h;
 	struct inmsg	*in_head, **in_tail;
 	bool		 run_scheduled;
