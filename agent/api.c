@@ -387,6 +387,36 @@ api_parts_json(const struct agent *agent, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, "]}\n");
 }
 
+/*
+ * Why the partitions may not be as they should, for the status's reason:
+ * two members with one id, members that run other partitions, or what
+ * keeps the session from a lease (an observer, a slow ZooKeeper, ...).
+ * NULL: nothing.
+ */
+static const char *
+api_parts_reason(const struct agent *agent, char *buf, size_t len)
+{
+	const struct fleet_view *v = &agent->fleet.view;
+	struct election_report r;
+	char bar[256];
+
+	if (v->duplicate[0] != '\0')
+		snprintf(buf, len, "two members share the id '%s' (election.id "
+		    "must differ)", v->duplicate);
+	else if (v->disagree > 0)
+		snprintf(buf, len, "the members do not run the same partitions "
+		    "(%s); each partition goes to a member that runs it",
+		    v->disagreement);
+	else {
+		election_report(fleet_session(&agent->fleet), &r);
+		if (r.bar == BAR_NONE || r.bar == BAR_EPOCH_BACKWARDS)
+			return NULL;
+		snprintf(buf, len, "%s", election_bar_text(&r, bar,
+		    sizeof(bar)));
+	}
+	return buf;
+}
+
 /* GET /v1/status with partitions: the session, and a count of partitions;
  * leadership is per partition, so never is_leader here. */
 static void
@@ -394,6 +424,7 @@ api_parts_status_json(struct agent *agent, uint64_t now,
     struct evbuffer *out)
 {
 	const struct election *e = fleet_session(&agent->fleet);
+	char why[700];
 
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, agent->conf->election_id);
@@ -402,6 +433,11 @@ api_parts_status_json(struct agent *agent, uint64_t now,
 	    "\"index\":%" PRIu64, election_role_name(fleet_status_role(
 	    &agent->fleet, now)), agent->fleet.view.index);
 	api_session_json(e, out);
+	evbuffer_add_printf(out, ",\"reason\":");
+	if (api_parts_reason(agent, why, sizeof(why)) != NULL)
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"partitions\":{\"count\":%d,\"owned\":%d,"
 	    "\"assigned\":%d,\"members\":%d}}\n", agent->fleet.nparts,
 	    agent->fleet.view.owned, agent->fleet.view.assigned, agent->fleet.view.count);

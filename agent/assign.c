@@ -110,6 +110,25 @@ int
 assign_partitions(const struct assign_member *members, int k,
     const char *const *names, int n, const int *cur, int *owner)
 {
+	return assign_partitions_among(members, k, names, n, cur, NULL, owner);
+}
+
+/* Whether member i may own partition p. */
+#define ELIGIBLE(p, i)	(eligible == NULL || eligible[(size_t)(p) * (size_t)k + (size_t)(i)])
+
+/*
+ * The same, where member i may own partition p only if ELIGIBLE(p, i)
+ * (the members do not all know the same partitions). A partition that no
+ * eligible member with room takes goes to its highest scored eligible
+ * member beyond its quota: every partition some member knows has an
+ * owner. owner[p] is -1 only when no member may own p.
+ */
+int
+assign_partitions_among(const struct assign_member *members, int k,
+    const char *const *names, int n, const int *cur, const bool *eligible,
+    int *owner)
+{
+	uint64_t best_score, sc;
 	const struct assign_member **order;
 	struct ranked *mine;
 	struct pair *pairs;
@@ -148,7 +167,7 @@ assign_partitions(const struct assign_member *members, int k,
 	for (i = 0; i < k && cur != NULL; i++) {
 		np = 0;
 		for (p = 0; p < n; p++) {
-			if (cur[p] != i)
+			if (cur[p] != i || !ELIGIBLE(p, i))
 				continue;
 			mine[np].score = assign_score(members[i].id, names[p]);
 			mine[np++].p = p;
@@ -166,7 +185,7 @@ assign_partitions(const struct assign_member *members, int k,
 		if (owner[p] != -1)
 			continue;
 		for (i = 0; i < k; i++) {
-			if (room[i] == 0)
+			if (room[i] == 0 || !ELIGIBLE(p, i))
 				continue;
 			pairs[np].score = assign_score(members[i].id, names[p]);
 			pairs[np].p = p;
@@ -181,6 +200,24 @@ assign_partitions(const struct assign_member *members, int k,
 			continue;
 		owner[p] = o;
 		room[o]--;
+	}
+
+	/* Left over only when its eligible members are full: the best of
+	 * them takes it anyway. */
+	for (p = 0; eligible != NULL && p < n; p++) {
+		if (owner[p] != -1)
+			continue;
+		best_score = 0;
+		for (i = 0; i < k; i++) {
+			if (!ELIGIBLE(p, i))
+				continue;
+			sc = assign_score(members[i].id, names[p]);
+			if (owner[p] == -1 || sc > best_score ||
+			    (sc == best_score && rank[i] < rank[owner[p]])) {
+				owner[p] = i;
+				best_score = sc;
+			}
+		}
 	}
 	free(mine);
 	free(order);

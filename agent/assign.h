@@ -10,6 +10,7 @@
  * libevent or the clock.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ASSIGN_PARTITIONS_MAX	1024
@@ -32,6 +33,17 @@ uint64_t assign_score(const char *id, const char *name);
  */
 int assign_partitions(const struct assign_member *members, int k,
     const char *const *names, int n, const int *cur, int *owner);
+
+/*
+ * The same, where member i may own partition p only if eligible[p * k + i]
+ * (NULL: every member every partition). A partition no eligible member
+ * with room takes goes to its highest scored eligible member beyond that
+ * member's quota, so that every partition a member knows has an owner;
+ * owner[p] is -1 only when no member may own p.
+ */
+int assign_partitions_among(const struct assign_member *members, int k,
+    const char *const *names, int n, const int *cur, const bool *eligible,
+    int *owner);
 
 /* How many partitions change owner between two answers, by member id. */
 int assign_moved(const struct assign_member *a, const int *owner_a,

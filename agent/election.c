@@ -37,6 +37,7 @@ static void	election_lose_standing(struct election *, enum election_reason,
 static void	election_release(struct election *, enum election_reason,
 		    struct election_actions *);
 static bool	election_barred(const struct election *);
+static void	election_watch_self(struct election *, struct election_actions *);
 static uint64_t	election_jitter(const struct election *, unsigned);
 
 const char *
@@ -347,6 +348,12 @@ election_lease_until(const struct election *e, uint64_t s)
 	    (q = lease_anchor(&e->shape, e->session_ring, s)) > born)
 		born = q;
 	return lease_until(&e->shape, e->sent, e->acked, e->nsent, born, s);
+}
+
+uint64_t
+election_lease_for(const struct election *e, uint64_t s)
+{
+	return election_lease_until(e, s);
 }
 
 static uint64_t
@@ -690,6 +697,12 @@ election_on_session(struct election *e, const struct election_event *ev,
 			 * never learns of its successor, and never hands over. */
 			if (e->children_owed)
 				election_push(e, out, ACT_WATCH_CHILDREN, NULL);
+			/* So do the watches on our node and on the claim whose
+			 * reads failed with the connection (a partition's
+			 * lease rests on them). */
+			election_watch_self(e, out);
+			if (election_claim_watched(e) && e->claim_watch_sent == 0)
+				election_watch_claim(e, out);
 			return;
 		}
 		if (e->stopping) {
@@ -1264,7 +1277,15 @@ election_try_lead(struct election *e, enum election_reason reason,
     struct election_actions *out)
 {
 	if ((e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING) ||
-	    e->term_epoch == 0 || e->now + (e->lease_naive ?
+	    e->term_epoch == 0)
+		return;
+	/* Partitions: the lease is the session's. Named by our predecessor
+	 * (or our claim written) while our node stands, we lead as long as
+	 * the session is known to live, without a round trip of our own. */
+	if (e->session_lease != NULL && e->session == SESSION_CONNECTED &&
+	    !e->lease_naive && *e->session_lease > e->lease_deadline)
+		e->lease_deadline = *e->session_lease;
+	if (e->now + (e->lease_naive ?
 	    election_renew_every(e) + (uint64_t)e->timeout_ms / 6 :
 	    e->shape.start) >= e->lease_deadline)
 		return;
@@ -1486,6 +1507,12 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			e->claim_owed = true;	/* no watch was set */
+		/* The client sets a watch only with a successful reply: a
+		 * failed read that carried it left none, and the session's
+		 * renewal proves nothing of the claim until one is set again
+		 * (on reconnecting, for a leader). */
+		if (sent == 0 || sent == e->claim_watch_sent)
+			e->claim_watch_sent = 0;
 		if (e->parked) {
 			/* No node, so no watch: look again in a while (a
 			 * partition nobody has joined yet). */
@@ -1653,6 +1680,13 @@ election_on_self(struct election *e, const struct election_event *ev,
 {
 	if (ev->name == NULL || strcmp(ev->name, e->node) != 0)
 		return;
+	if (ev->type == EV_SELF_SET && ev->rc != ZOK && ev->rc != ZNONODE) {
+		/* No watch was set (the client sets one only with a
+		 * successful reply): set it again on reconnecting. */
+		e->self_watched = false;
+		e->self_watch_sent = 0;
+		return;
+	}
 	if (ev->type == EV_SELF_SET ? ev->rc == ZNONODE : ev->deleted)
 		election_self_deleted(e, out);
 	else if (ev->type == EV_SELF_CHANGED && e->session == SESSION_CONNECTED) {

@@ -389,6 +389,10 @@ struct election {
 	const struct lease_ring *session_ring; /* partitions: the session's
 					   renewals on this connection, which
 					   anchor every lease (NULL: none) */
+	const uint64_t	*session_lease;	/* partitions: until when the session
+					   is known to live, from its renewals
+					   (fleet.c): a named successor leads
+					   on it at once (NULL: none) */
 	uint64_t	 claim_watch_sent; /* when the claim's watch was last
 					   set, 0 = not set this session */
 	uint64_t	 self_watch_sent;  /* ... our node's */
@@ -429,6 +433,11 @@ void election_step(struct election *e, const struct election_event *ev,
  * leading election counts it among its requests (the lease's anchor).
  */
 void election_session_sent(struct election *e, uint64_t now);
+
+/* The lease a round trip of this election's connection, sent at s and
+ * answered, earns (0: none): the deadline a renewal answered now would
+ * give. */
+uint64_t election_lease_for(const struct election *e, uint64_t s);
 
 /* The role to report at time now: leader only while the lease has time. */
 enum election_role election_role_at(const struct election *e, uint64_t now);

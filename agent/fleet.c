@@ -41,8 +41,12 @@ fleet_push(struct fleet_actions *out, enum fleet_action_type type, int part)
 {
 	struct fleet_action *a;
 
-	if (out->n >= FLEET_ACTIONS_MAX)
-		abort();	/* a broken invariant: see fleet_room */
+	if (out->n == out->cap) {
+		out->cap = out->cap == 0 ? 16 : out->cap * 2;
+		if ((out->a = reallocarray(out->a, (size_t)out->cap,
+		    sizeof(*out->a))) == NULL)
+			abort();
+	}
 	a = &out->a[out->n++];
 	memset(a, 0, sizeof(*a));
 	a->type = type;
@@ -325,29 +329,219 @@ fleet_member_cmp(const void *va, const void *vb)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* Orders partition names as every agent does: by length, then bytes (so
+ * "2" before "10"). */
+static int
+fleet_name_cmp(const void *va, const void *vb)
+{
+	const char *a = *(const char *const *)va, *b = *(const char *const *)vb;
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(a, b);
+}
+
+/* One member's partitions as a sorted list of names (into *buf, owned by
+ * the caller); spec NULL: ours. Returns the count, -1 if unreadable. */
+static int
+fleet_spec_names(const struct fleet *f, const char *spec, char ***names,
+    char **buf)
+{
+	char **v = NULL, *p, *end;
+	long n = 0, i;
+
+	*names = NULL;
+	*buf = NULL;
+	if (spec == NULL)
+		spec = f->parts_spec;
+	if (strncmp(spec, "count:", 6) == 0) {
+		n = strtol(spec + 6, &end, 10);
+		if (*end != '\0' || n < 0 || n > 1 << 20)
+			return -1;
+		if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL ||
+		    (*buf = malloc((size_t)n * 12 + 1)) == NULL)
+			abort();
+		for (i = 0, p = *buf; i < n; i++) {
+			v[i] = p;
+			p += sprintf(p, "%ld", i) + 1;
+		}
+	} else if (strncmp(spec, "names:", 6) == 0) {
+		if ((*buf = strdup(spec + 6)) == NULL)
+			abort();
+		for (p = *buf; *p != '\0'; n++) {
+			if ((v = reallocarray(v, (size_t)n + 2, sizeof(*v))) == NULL)
+				abort();
+			v[n] = p;
+			if ((p = strchr(p, ',')) == NULL)
+				p = v[n] + strlen(v[n]);
+			else
+				*p++ = '\0';
+		}
+		qsort(v, (size_t)n, sizeof(*v), fleet_name_cmp);
+	} else
+		return -1;
+	*names = v;
+	return (int)n;
+}
+
+static bool
+fleet_spec_has(char **names, int n, const char *name)
+{
+	return n > 0 && bsearch(&name, names, (size_t)n, sizeof(*names),
+	    fleet_name_cmp) != NULL;
+}
+
+/* The leader the assignment counts for part pt, as an index into am. */
+static int
+fleet_cur(struct part *pt, const struct assign_member *am, int k)
+{
+	const char *leader;
+	int j;
+
+	/* The last leader seen (a leader gone is no member). */
+	if ((leader = fleet_part_leader(pt)) != NULL)
+		snprintf(pt->leader, sizeof(pt->leader), "%s", leader);
+	for (j = 0; j < k; j++)
+		if (strcmp(am[j].id, pt->leader) == 0)
+			return j;
+	return -1;
+}
+
+/* Every member runs our partitions: assign.c over them. */
+static int
+fleet_assign_same(struct fleet *f, const struct assign_member *am, int k,
+    int self, bool *mine)
+{
+	const char **names;
+	int *owner, *cur, i, rc;
+
+	names = calloc((size_t)f->nparts, sizeof(*names));
+	owner = calloc((size_t)f->nparts, sizeof(*owner));
+	cur = calloc((size_t)f->nparts, sizeof(*cur));
+	if (names == NULL || owner == NULL || cur == NULL)
+		abort();
+	for (i = 0; i < f->nparts; i++) {
+		names[i] = f->parts[i].name;
+		cur[i] = fleet_cur(&f->parts[i], am, k);
+	}
+	rc = assign_partitions(am, k, names, f->nparts,
+	    f->assign_unsticky ? NULL : cur, owner);
+	for (i = 0; rc == 0 && i < f->nparts; i++)
+		mine[i] = self >= 0 && owner[i] == self;
+	free(names);
+	free(owner);
+	free(cur);
+	return rc;
+}
+
+/*
+ * The members do not all run the same partitions (the middle of a rolling
+ * change of partitions.count): every agent assigns the union, each
+ * partition only to a member that runs it (assign_partitions_among), so
+ * that no partition a live agent knows is left to one that does not. Who
+ * leads a partition counts only where every member runs it (only those
+ * agents read its claim, and all must count from the same inputs).
+ */
+static int
+fleet_assign_union(struct fleet *f, const struct assign_member *am,
+    const struct fleet_member *const *mem, int k, int self, bool *mine)
+{
+	char ***sets, **bufs, **all = NULL, **u;
+	int *nsets, *owner, *cur, n = 0, nu = 0, i, j, rc = -1;
+	const char *name;
+	bool *eligible, everywhere;
+	struct part *pt;
+
+	sets = calloc((size_t)k, sizeof(*sets));
+	bufs = calloc((size_t)k, sizeof(*bufs));
+	nsets = calloc((size_t)k, sizeof(*nsets));
+	if (sets == NULL || bufs == NULL || nsets == NULL)
+		abort();
+	for (j = 0; j < k; j++) {
+		if ((nsets[j] = fleet_spec_names(f, mem[j]->parts, &sets[j],
+		    &bufs[j])) < 0 && (nsets[j] = fleet_spec_names(f, NULL,
+		    &sets[j], &bufs[j])) < 0)
+			goto out;
+		n += nsets[j];
+	}
+	if ((all = calloc((size_t)n + 1, sizeof(*all))) == NULL)
+		abort();
+	for (j = 0, n = 0; j < k; j++)
+		for (i = 0; i < nsets[j]; i++)
+			all[n++] = sets[j][i];
+	qsort(all, (size_t)n, sizeof(*all), fleet_name_cmp);
+	for (i = 0; i < n; i++)
+		if (nu == 0 || strcmp(all[nu - 1], all[i]) != 0)
+			all[nu++] = all[i];
+	u = all;
+	eligible = calloc((size_t)nu * (size_t)k + 1, sizeof(*eligible));
+	owner = calloc((size_t)nu + 1, sizeof(*owner));
+	cur = calloc((size_t)nu + 1, sizeof(*cur));
+	if (eligible == NULL || owner == NULL || cur == NULL)
+		abort();
+	for (i = 0; i < nu; i++) {
+		everywhere = true;
+		for (j = 0; j < k; j++) {
+			eligible[(size_t)i * (size_t)k + (size_t)j] =
+			    fleet_spec_has(sets[j], nsets[j], u[i]);
+			everywhere &= eligible[(size_t)i * (size_t)k + (size_t)j];
+		}
+		cur[i] = -1;
+		if (everywhere && (pt = fleet_part_named(f, u[i],
+		    strlen(u[i]))) != NULL)
+			cur[i] = fleet_cur(pt, am, k);
+	}
+	rc = assign_partitions_among(am, k, (const char *const *)u, nu,
+	    f->assign_unsticky ? NULL : cur, eligible, owner);
+	for (i = 0; rc == 0 && i < f->nparts; i++) {
+		name = f->parts[i].name;
+		j = -1;
+		{
+			char **hit = bsearch(&name, u, (size_t)nu, sizeof(*u),
+			    fleet_name_cmp);
+
+			if (hit != NULL)
+				j = (int)(hit - u);
+		}
+		mine[i] = j >= 0 && self >= 0 && owner[j] == self;
+	}
+	free(eligible);
+	free(owner);
+	free(cur);
+out:
+	for (j = 0; j < k; j++) {
+		free(sets[j]);
+		free(bufs[j]);
+	}
+	free(sets);
+	free(bufs);
+	free(nsets);
+	free(all);
+	return rc;
+}
+
 /*
  * Every member's id is known, or a partition's leader changed: who should
- * own what (assign.c), from the members and each partition's leader as we
- * see them.
+ * own what (assign.c), from the members (and the partitions each runs) and
+ * each partition's leader as we see them.
  */
 static void
 fleet_assign(struct fleet *f, struct fleet_actions *out)
 {
 	struct fleet_view *v = &f->view;
-	const char *leader;
+	const struct fleet_member **mem;
 	struct assign_member *am;
-	const char **names;
-	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
-	bool changed = false;
+	int i, k = 0, self = -1, assigned = 0, before, was, rc = 0;
+	bool changed = false, *mine;
 
 	f->assign_owed = false;
 	if (f->stopping)
 		return;
 	am = calloc((size_t)f->nmembers + 1, sizeof(*am));
-	names = calloc((size_t)f->nparts, sizeof(*names));
-	owner = calloc((size_t)f->nparts, sizeof(*owner));
-	cur = calloc((size_t)f->nparts, sizeof(*cur));
-	if (am == NULL || names == NULL || owner == NULL || cur == NULL)
+	mem = calloc((size_t)f->nmembers + 1, sizeof(*mem));
+	mine = calloc((size_t)f->nparts, sizeof(*mine));
+	if (am == NULL || mem == NULL || mine == NULL)
 		abort();
 	for (i = 0; i < f->nmembers; i++) {
 		if (!f->members[i].known)
@@ -356,35 +550,23 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 			self = k;
 		am[k].id = f->members[i].id;
 		am[k].seq = f->members[i].seq;
-		k++;
-	}
-	for (i = 0; i < f->nparts; i++) {
-		names[i] = f->parts[i].name;
-		/* The last leader seen (a leader gone is no member). */
-		if ((leader = fleet_part_leader(&f->parts[i])) != NULL)
-			snprintf(f->parts[i].leader, sizeof(f->parts[i].leader),
-			    "%s", leader);
-		cur[i] = -1;
-		for (j = 0; j < k; j++) {
-			if (strcmp(am[j].id, f->parts[i].leader) == 0) {
-				cur[i] = j;
-				break;
-			}
-		}
+		mem[k++] = &f->members[i];
 	}
 	before = v->count;
 	was = v->assigned;
-	if (k > 0 && assign_partitions(am, k, names, f->nparts,
-	    f->assign_unsticky ? NULL : cur, owner) == -1)
+	if (k > 0)
+		rc = v->disagree == 0 ? fleet_assign_same(f, am, k, self, mine) :
+		    fleet_assign_union(f, am, mem, k, self, mine);
+	if (rc == -1) {
 		k = 0;
+		memset(mine, 0, (size_t)f->nparts * sizeof(*mine));
+	}
 	for (i = 0; i < f->nparts; i++) {
-		bool mine = k > 0 && self >= 0 && owner[i] == self;
-
-		if (mine)
+		if (mine[i])
 			assigned++;
-		if (mine != f->parts[i].assigned) {
+		if (mine[i] != f->parts[i].assigned) {
 			changed = true;
-			fleet_assign_part(f, &f->parts[i], mine, out);
+			fleet_assign_part(f, &f->parts[i], mine[i], out);
 		}
 	}
 	v->count = k;
@@ -400,9 +582,15 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 		fleet_push(out, FACT_CHANGED, -1);
 	}
 	free(am);
-	free(names);
-	free(owner);
-	free(cur);
+	free(mem);
+	free(mine);
+}
+
+void
+fleet_actions_free(struct fleet_actions *out)
+{
+	free(out->a);
+	memset(out, 0, sizeof(*out));
 }
 
 void
@@ -477,18 +665,95 @@ fleet_members_session(struct fleet *f, const struct election_event *ev,
 }
 
 /*
+ * What the members disagree on, said once when it begins or changes and
+ * once when it ends: an id two members share (the assignment tells members
+ * apart by id), and partitions not every member runs (the union is
+ * assigned: fleet_assign_union).
+ */
+static void
+fleet_members_check(struct fleet *f)
+{
+	struct fleet_view *v = &f->view;
+	char dup[ELECTION_ID_MAX] = "", text[sizeof(v->disagreement)];
+	const struct fleet_member *m, *o;
+	size_t off = 0;
+	int i, j, differ = 0;
+
+	for (i = 0; i < f->nmembers && dup[0] == '\0'; i++)
+		for (j = i + 1; j < f->nmembers; j++)
+			if (f->members[i].known && f->members[j].known &&
+			    strcmp(f->members[i].id, f->members[j].id) == 0) {
+				snprintf(dup, sizeof(dup), "%s", f->members[i].id);
+				break;
+			}
+	if (strcmp(dup, v->duplicate) != 0) {
+		if (dup[0] != '\0')
+			log_warnx("partitions: two members share the id '%s' "
+			    "(election.id must differ): the assignment cannot tell "
+			    "them apart, so they may both be left out of a "
+			    "partition's queue", dup);
+		else
+			log_info("partitions: no two members share an id any "
+			    "more");
+		snprintf(v->duplicate, sizeof(v->duplicate), "%s", dup);
+	}
+	text[0] = '\0';
+	for (i = 0; i < f->nmembers; i++) {
+		m = &f->members[i];
+		if (!m->known || m->parts == NULL ||
+		    strcmp(m->parts, f->parts_spec) == 0)
+			continue;
+		differ++;
+		for (j = 0; j < i; j++) {
+			o = &f->members[j];
+			if (o->known && o->parts != NULL &&
+			    strcmp(o->parts, m->parts) == 0)
+				break;
+		}
+		if (j < i || off >= sizeof(text))
+			continue;	/* said with the first of its kind */
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+		    "%s%s runs %.40s", off > 0 ? "; " : "", m->id, m->parts);
+	}
+	if (differ > 0 && off < sizeof(text))
+		snprintf(text + off, sizeof(text) - off, "; we run %.40s",
+		    f->parts_spec);
+	if (differ != v->disagree || strcmp(text, v->disagreement) != 0) {
+		if (differ > 0)
+			log_warnx("partitions: the members do not run the same "
+			    "partitions (%s): each partition goes to a member "
+			    "that runs it, until they agree", text);
+		else if (v->disagree > 0)
+			log_info("partitions: every member runs the same "
+			    "partitions again");
+		v->disagree = differ;
+		snprintf(v->disagreement, sizeof(v->disagreement), "%s", text);
+		v->index++;
+	}
+}
+
+/*
  * A listing is whole (every id read). If no node of our session is in it
  * and no create is out, our create never reached ZooKeeper (its connection
- * broke first, within the same session): create it again, or we would
- * never be a member until the next session. Then assign.
+ * broke first, within the same session), or our node was deleted (by an
+ * operator): create it again, or we would never be a member until the
+ * next session. Then assign.
  */
 static void
 fleet_members_listed(struct fleet *f, struct fleet_actions *out)
 {
+	if (f->member_node[0] != '\0' && !f->member_creating &&
+	    fleet_member_find(f, f->member_node) == NULL && !f->stopping) {
+		log_warnx("partitions: our member node %s/%s is gone (deleted "
+		    "by hand?); making it again", f->members_path,
+		    f->member_node);
+		f->member_node[0] = '\0';
+	}
 	if (f->member_node[0] == '\0' && !f->member_creating &&
 	    !f->stopping && f->member_session != 0 &&
 	    f->session == SESSION_CONNECTED)
 		fleet_member_create(f, out);
+	fleet_members_check(f);
 	fleet_assign(f, out);
 }
 
@@ -499,7 +764,7 @@ fleet_members_apply_list(struct fleet *f, const struct election_event *ev,
     struct fleet_actions *out)
 {
 	struct fleet_member *mb, *nm;
-	int i, n = 0;
+	int i, j, n = 0;
 	int64_t seq;
 
 	if (ev->gen != f->member_gen || ev->rc != ZOK)
@@ -526,6 +791,14 @@ fleet_members_apply_list(struct fleet *f, const struct election_event *ev,
 		n++;
 	}
 	qsort(nm, (size_t)n, sizeof(*nm), fleet_member_cmp);
+	/* What a member that left knew goes with it. */
+	for (i = 0; i < f->nmembers; i++) {
+		for (j = 0; j < n; j++)
+			if (nm[j].parts == f->members[i].parts)
+				break;
+		if (j == n)
+			free(f->members[i].parts);
+	}
 	free(f->members);
 	f->members = nm;
 	f->nmembers = n;
@@ -553,14 +826,25 @@ fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
     struct fleet_actions *out)
 {
 	struct fleet_member *mb;
+	size_t idlen;
 
 	if (ev->gen != f->member_gen)
 		return;
 	if (ev->name != NULL && (mb = fleet_member_find(f, ev->name)) != NULL) {
 		if (ev->rc == ZOK && ev->datalen > 0 &&
-		    ev->datalen < ELECTION_ID_MAX) {
-			memcpy(mb->id, ev->data, (size_t)ev->datalen);
-			mb->id[ev->datalen] = '\0';
+		    (idlen = strnlen(ev->data, (size_t)ev->datalen)) > 0 &&
+		    idlen < ELECTION_ID_MAX) {
+			/* "id", then (agents since issue 30) a NUL and
+			 * "parts=" with the partitions it runs. */
+			memcpy(mb->id, ev->data, idlen);
+			mb->id[idlen] = '\0';
+			free(mb->parts);
+			mb->parts = NULL;
+			if ((size_t)ev->datalen > idlen + 7 &&
+			    memcmp(ev->data + idlen + 1, "parts=", 6) == 0 &&
+			    (mb->parts = strndup(ev->data + idlen + 7,
+			    (size_t)ev->datalen - idlen - 7)) == NULL)
+				abort();
 			mb->owner = ev->owner;
 			mb->known = true;
 			/* Our create's answer was lost (rule 6's case): a
@@ -571,6 +855,7 @@ fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
 				    "%s", mb->name);
 		} else if (ev->rc == ZNONODE) {
 			/* Gone already: the watch lists again. */
+			free(mb->parts);
 			*mb = f->members[f->nmembers - 1];
 			f->nmembers--;
 			qsort(f->members, (size_t)f->nmembers,
@@ -604,13 +889,15 @@ fleet_members_apply_created(struct fleet *f, const struct election_event *ev,
 
 /* --- The session's renewal (doc/design.md, "Partitions") --- */
 
-/* While we lead any partition, a renewal every renewal period, whatever
- * the number of partitions. */
+/* While we lead any partition or queue in one, a renewal every renewal
+ * period, whatever the number of partitions: it extends the leaders'
+ * leases, and anchors the lease of a successor when it is named. */
 static bool
 fleet_srenew_wanted(const struct fleet *f)
 {
 	return f->partitioned && f->member_node[0] != '\0' &&
-	    f->session == SESSION_CONNECTED && f->nleading > 0;
+	    f->session == SESSION_CONNECTED &&
+	    (f->nleading > 0 || f->nqueued > 0);
 }
 
 static void
@@ -672,7 +959,7 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 {
 	const struct election *se = fleet_session(f);
 	struct election_event rev;
-	uint64_t rtt, after;
+	uint64_t rtt, after, until;
 	int i;
 
 	if (!f->srenew_inflight)
@@ -684,10 +971,16 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 	if (ev->rc == ZOK) {
 		f->srenewals++;
 		lease_ring_acked(&f->ring, f->srenew_sent, f->now);
+		/* What the session is known to live until: a named successor
+		 * leads on it (election_try_lead). */
+		if (ev->owner == f->session_id && ev->owner != 0 &&
+		    (until = election_lease_for(&f->parts[0].e,
+		    f->srenew_sent)) > f->session_lease)
+			f->session_lease = until;
 	} else if (ev->rc == ZNONODE)
-		log_warnx("partitions: our member node %s/%s is gone; no lease "
-		    "for our partitions until the next session",
-		    f->members_path, f->member_node);
+		log_debug("partitions: the renewal found our member node %s/%s "
+		    "gone; the listing makes it again", f->members_path,
+		    f->member_node);
 	memset(&rev, 0, sizeof(rev));
 	rev.type = EV_SESSION_RENEWED;
 	rev.now = f->now;
@@ -818,6 +1111,9 @@ fleet_step(struct fleet *f, const struct fleet_event *fev,
 		ev.type = EV_SESSION;
 		if (ev.session != f->session || ev.session_id != f->session_id)
 			memset(&f->ring, 0, sizeof(f->ring));
+		/* A new connection may have a smaller timeout, a new session
+		 * none of this one's lease: earned again by the renewals. */
+		f->session_lease = 0;
 		f->session = ev.session;
 		if (ev.session == SESSION_CONNECTED)
 			f->session_id = ev.session_id;
@@ -964,6 +1260,41 @@ fleet_part_of_path(struct fleet *f, const char *path)
 	    (size_t)(slash - name) : strlen(name));
 }
 
+/*
+ * Our member node's data: the id, a NUL, and "parts=" with the partitions
+ * we run, "count:N" when they are the names 0..N-1, else "names:" and
+ * the names separated by commas (a name has none: config.c).
+ */
+static void
+fleet_member_data(struct fleet *f, const struct config *conf)
+{
+	size_t len, idlen = strlen(conf->election_id), i;
+	bool counted = true;
+	char num[24], *p;
+
+	for (i = 0; i < (size_t)conf->npartitions && counted; i++) {
+		snprintf(num, sizeof(num), "%zu", i);
+		counted = strcmp(conf->partitions[i], num) == 0;
+	}
+	len = idlen + 1 + strlen("parts=names:") + 16;
+	for (i = 0; !counted && i < (size_t)conf->npartitions; i++)
+		len += strlen(conf->partitions[i]) + 1;
+	if ((f->member_data = malloc(len)) == NULL)
+		abort();
+	memcpy(f->member_data, conf->election_id, idlen + 1);
+	p = f->member_data + idlen + 1;
+	f->parts_spec = p + strlen("parts=");
+	if (counted)
+		p += sprintf(p, "parts=count:%d", conf->npartitions);
+	else {
+		p += sprintf(p, "parts=names:");
+		for (i = 0; i < (size_t)conf->npartitions; i++)
+			p += sprintf(p, "%s%s", i > 0 ? "," : "",
+			    conf->partitions[i]);
+	}
+	f->member_datalen = (int)(p - f->member_data);
+}
+
 void
 fleet_init(struct fleet *f, const struct config *conf,
     void (*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg),
@@ -982,6 +1313,8 @@ fleet_init(struct fleet *f, const struct config *conf,
 	if ((f->parts = calloc((size_t)f->nparts, sizeof(*f->parts))) == NULL ||
 	    (f->heap = calloc((size_t)f->nparts, sizeof(*f->heap))) == NULL)
 		abort();
+	if (f->partitioned)
+		fleet_member_data(f, conf);
 	for (i = 0; i < f->nparts; i++) {
 		pt = &f->parts[i];
 		pt->idx = i;
@@ -1001,6 +1334,11 @@ fleet_init(struct fleet *f, const struct config *conf,
 		if (f->partitioned) {
 			pt->e.parked = true;	/* until the member listing */
 			pt->e.session_renewal = true;
+			/* Every lease of the session is anchored by its
+			 * renewals, whichever partition asks: a successor
+			 * named in a handover leads at once. */
+			pt->e.session_ring = &f->ring;
+			pt->e.session_lease = &f->session_lease;
 		}
 	}
 }
@@ -1017,7 +1355,10 @@ fleet_free(struct fleet *f)
 	}
 	free(f->parts);
 	free(f->heap);
+	for (i = 0; i < f->nmembers; i++)
+		free(f->members[i].parts);
 	free(f->members);
+	free(f->member_data);
 	free(f->members_path);
 	free(f->parts_path);
 	memset(f, 0, sizeof(*f));

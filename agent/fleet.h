@@ -24,7 +24,6 @@
 struct config;
 
 #define FLEET_MEMBER_NAME_MAX	32		/* "m-" and 10 digits */
-#define FLEET_ACTIONS_MAX	64
 /* A graceful stop with partitions waits this long for successors. */
 #define FLEET_STOP_WAIT_MS	5000
 
@@ -45,13 +44,19 @@ struct part {
 	int		 heap;		/* its place in fleet->heap, -1: none */
 };
 
-/* A member node: "m-" and ten digits, its data the agent's id. */
+/*
+ * A member node: "m-" and ten digits. Its data is the agent's id, a NUL,
+ * and "parts=" with the partitions the agent runs: "count:N" (the names
+ * 0..N-1) or "names:" and the names, separated by commas. (An agent
+ * before this wrote its id alone; its partitions are taken to be ours.)
+ */
 struct fleet_member {
 	char		 name[FLEET_MEMBER_NAME_MAX];
 	int64_t		 seq;
 	char		 id[ELECTION_ID_MAX];
 	int64_t		 owner;		/* its session */
 	bool		 known;		/* id read */
+	char		*parts;		/* its "parts=" value; NULL: ours */
 };
 
 /* What the API and the metrics show of the members and partitions. */
@@ -65,6 +70,9 @@ struct fleet_view {
 	uint64_t	 index;		/* moves with any partition's report */
 	char		 duplicate[ELECTION_ID_MAX]; /* an id two members
 					   share ("": none) */
+	int		 disagree;	/* members whose partitions differ from
+					   ours (0: every member runs ours) */
+	char		 disagreement[512]; /* who has which, for the status */
 };
 
 enum fleet_event_type {
@@ -112,11 +120,12 @@ struct fleet_action {
 	uint64_t	 linger_ms;	/* FACT_EXIT */
 };
 
+/* A step's actions, as many as its fan-out makes (every partition may
+ * ask for something). Zero it before the first step; fleet_actions_free()
+ * when done. */
 struct fleet_actions {
-	int		 n;
-	struct fleet_action a[FLEET_ACTIONS_MAX];
-	/* Past FLEET_ACTIONS_MAX, a step stops fanning out events and
-	 * leaves the rest owed (fleet_owed): the driver steps again. */
+	int		 n, cap;
+	struct fleet_action *a;
 };
 
 /* Called after each election's step, for the driver's logs. */
@@ -128,6 +137,9 @@ struct fleet {
 	int		 nparts;
 	struct part	*parts;
 	char		*members_path;	/* election.path "/members" */
+	char		*member_data;	/* our member node's data (id NUL parts=) */
+	int		 member_datalen;
+	const char	*parts_spec;	/* ours, in member_data: "count:N", ... */
 	char		*parts_path;	/* election.path "/partitions" */
 	const char	*id;		/* election.id */
 	fleet_stepped_fn stepped;
@@ -159,6 +171,8 @@ struct fleet {
 	uint64_t	 srenew_next;
 	uint64_t	 srenewals;
 	struct lease_ring ring;		/* its sends on this connection */
+	uint64_t	 session_lease;	/* the session lives at least until
+					   then (its renewals' lease) */
 
 	/* counts kept as parts step: no scan of every part per event */
 	int		 nleading;	/* parts in PHASE_LEADING */
@@ -189,6 +203,9 @@ void	fleet_init(struct fleet *f, const struct config *conf,
 	    void (*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg),
 	    void *uuid_arg);
 void	fleet_free(struct fleet *f);
+
+/* Frees the actions' array (out may be stepped into again). */
+void	fleet_actions_free(struct fleet_actions *out);
 
 /* Applies one event; appends actions to out (which the caller zeroes). */
 void	fleet_step(struct fleet *f, const struct fleet_event *ev,

@@ -42,9 +42,17 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "member-list change until the owned set equalled the assigned set.\n"
 	    "# TYPE zkelect_rebalance_seconds gauge\nzkelect_rebalance_seconds %.3f\n"
 	    "# HELP zkelect_members Live members, as last listed.\n"
-	    "# TYPE zkelect_members gauge\nzkelect_members %d\n",
+	    "# TYPE zkelect_members gauge\nzkelect_members %d\n"
+	    "# HELP zkelect_members_other_partitions Members that run other "
+	    "partitions than this agent (partitions.count or names differ).\n"
+	    "# TYPE zkelect_members_other_partitions gauge\n"
+	    "zkelect_members_other_partitions %d\n"
+	    "# HELP zkelect_members_duplicate_id 1 while two members share an id.\n"
+	    "# TYPE zkelect_members_duplicate_id gauge\n"
+	    "zkelect_members_duplicate_id %d\n",
 	    agent->fleet.nparts, mb->owned, mb->assigned, mb->ownership_changes,
-	    (double)mb->rebalance_ms / 1000.0, mb->count);
+	    (double)mb->rebalance_ms / 1000.0, mb->count, mb->disagree,
+	    mb->duplicate[0] != '\0');
 }
 
 /* AS: the API's figures, which api.c passes in. */

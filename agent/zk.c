@@ -784,11 +784,11 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 static void
 zk_run(struct zk *zk, const struct fleet_event *fev)
 {
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 
-	out.n = 0;
 	fleet_step(zk->fleet, fev, &out);
 	zk_perform(zk, &out);
+	fleet_actions_free(&out);
 }
 
 static void
@@ -796,7 +796,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
 	struct zk_msg *list, *m;
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 
 	pthread_mutex_lock(&zk->lock);
 	list = zk->head;
@@ -810,9 +810,9 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 		zk_msg_free(m);
 	}
 	/* A partition's leader changed: assign again, once. */
-	out.n = 0;
 	fleet_flush(zk->fleet, clock_now_ms(), &out);
 	zk_perform(zk, &out);
+	fleet_actions_free(&out);
 	zk_exit_check(zk);
 }
 
@@ -821,15 +821,15 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
 	struct fleet_event fev;
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 
 	memset(&fev, 0, sizeof(fev));
 	fev.type = FEV_TICK;
 	fev.ev.now = clock_now_ms();
 	zk_run(zk, &fev);
-	out.n = 0;
 	fleet_flush(zk->fleet, fev.ev.now, &out);
 	zk_perform(zk, &out);
+	fleet_actions_free(&out);
 }
 
 /* The tick's timer, at the fleet's next tick. */
@@ -1510,7 +1510,8 @@ zk_perform_member(struct zk *zk, const struct fleet_action *fa)
 
 	if (zk->zh == NULL)
 		return;
-	rc = zkplan_member(fa, f->members_path, f->parts_path, f->id, &plan);
+	rc = zkplan_member(fa, f->members_path, f->parts_path, f->member_data,
+	    f->member_datalen, &plan);
 	if (plan.what == ZKF_NONE)
 		return;
 	req = zk_req_new(zk, NULL, zk_plan_kinds[plan.what], plan.name);

@@ -201,7 +201,7 @@ zkplan_build(const struct election_action *a, const char *path,
 
 int
 zkplan_member(const struct fleet_action *fa, const char *members_path,
-    const char *parts_path, const char *id, struct zkplan *p)
+    const char *parts_path, const char *data, int datalen, struct zkplan *p)
 {
 	struct zkplan_call *c;
 
@@ -218,12 +218,16 @@ zkplan_member(const struct fleet_action *fa, const char *members_path,
 		c->answers = false;
 		zkplan_on_path(p, ZKC_CREATE, parts_path)->answers = false;
 		c = zkplan_call(p, ZKC_CREATE_SEQ);
-		c->data = id;
-		c->datalen = (int)strlen(id);
+		c->data = data;
+		c->datalen = datalen;
 		return zkplan_path(c->path, sizeof(c->path), members_path,
 		    "/m-", "");
 	case FACT_MEMBERS_LIST:
+		/* Rule 6: a create whose reply was lost, and a reconnect to a
+		 * lagging server, must not hide our node: the sync makes the
+		 * listing current. */
 		p->what = ZKF_MEMBERS;
+		zkplan_on_path(p, ZKC_SYNC, members_path)->answers = false;
 		zkplan_on_path(p, ZKC_CHILDREN, members_path)->watch =
 		    ZKW_MEMBERS;
 		return 0;

@@ -102,13 +102,14 @@ int	zkplan_build(const struct election_action *a, const char *path,
 
 /*
  * The plan for a fleet action about the members (fleet.h): our member node
- * (members_path "/m-", sequential, data id, after members_path's
- * ancestors, itself and parts_path), the listing, a member's read, our
- * node's delete, or the session's renewal. Returns 0, or -1 when a path
- * would not fit (out->what is set all the same).
+ * (members_path "/m-", sequential, with data, after members_path's
+ * ancestors, itself and parts_path), the listing (after a sync), a
+ * member's read, our node's delete, or the session's renewal. Returns 0,
+ * or -1 when a path would not fit (out->what is set all the same).
  */
 int	zkplan_member(const struct fleet_action *fa, const char *members_path,
-	    const char *parts_path, const char *id, struct zkplan *out);
+	    const char *parts_path, const char *data, int datalen,
+	    struct zkplan *out);
 
 /* The number of calls whose reply answers the request. */
 int	zkplan_answers(const struct zkplan *p);

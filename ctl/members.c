@@ -159,8 +159,13 @@ members_data_read(struct members_data *d, const char *buf, int len)
 		abort();
 	if (len > 0)
 		memcpy(d->buf, buf, (size_t)len);
+	/* "id", "id\nvalue" (a contender's claim data), or "id\0parts=..."
+	 * (a member node's: doc/design.md, "Partitions"). */
 	nl = len > 0 ? memchr(d->buf, '\n', (size_t)len) : NULL;
 	d->idlen = nl != NULL ? (int)(nl - d->buf) : (len > 0 ? len : 0);
+	nl = len > 0 ? memchr(d->buf, '\0', (size_t)d->idlen) : NULL;
+	if (nl != NULL)
+		d->idlen = (int)(nl - d->buf);
 }
 
 static bool

@@ -33,6 +33,7 @@ SIM_ALL = "sim-parts-shape-all"     # the same under every shape
 SIM_FAIL = "sim-parts-failover"
 ONE = "sim"                         # zkelect-sim, seeds 1-3000
 CORE = "tests/integration/test_partitions_core.py"
+MEMBERS = "tests/integration/test_partitions_members.py"
 STICKY = "tests/integration/test_partitions_sticky.py"
 
 # (name, file, text to replace, replacement, tests, what it breaks)
@@ -97,7 +98,7 @@ BREAKAGES = [
      "\t\t\tfleet_assign_part(f, &f->parts[i], false, out);\n\tf->view.assigned = 0;\n"
      "\tfleet_check_stop(f, out);",
      "\tf->view.assigned = 0;\n\tfleet_check_stop(f, out);",
-     [SIM, CORE],
+     [SIM, CORE, MEMBERS],
      "a graceful stop does not park its partitions (no handover to a "
      "successor before the stop's timeout)"),
     ("resign-ignored", "agent/fleet.c",
@@ -106,6 +107,21 @@ BREAKAGES = [
      "\t\tif (false)\n\t\t\tfleet_feed(f, &f->parts[0], &ev, out);",
      [ONE, "tests/integration/test_election.py"],
      "a resign of the single election is dropped"),
+    ("member-gone-kept", "agent/fleet.c",
+     "\t    fleet_member_find(f, f->member_node) == NULL && !f->stopping) {",
+     "\t    fleet_member_find(f, f->member_node) == NULL && false) {",
+     [MEMBERS],
+     "a member node deleted by hand is not made again"),
+    ("disagreement-ignored", "agent/fleet.c",
+     "\t\trc = v->disagree == 0 ? fleet_assign_same(f, am, k, self, mine) :",
+     "\t\trc = true ? fleet_assign_same(f, am, k, self, mine) :",
+     [MEMBERS],
+     "members that run other partitions are assigned as if they ran ours"),
+    ("no-session-lease", "agent/fleet.c",
+     "\t\t\tpt->e.session_lease = &f->session_lease;",
+     "\t\t\t(void)0;",
+     [MEMBERS],
+     "a named successor does not lead on the session's lease"),
     ("zk-members-watch-lost", "agent/zk.c",
      "\tcase ZK_MEMBER_WATCH:\tfev.type = FEV_MEMBERS_CHANGED; break;",
      "\tcase ZK_MEMBER_WATCH:\tfev.type = FEV_MEMBER_DELETED; break;",

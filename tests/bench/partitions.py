@@ -100,7 +100,7 @@ def member_ctime(obs, path, agent_id):
     best = None
     for n in obs.zk.get_children(base):
         data, st = obs.zk.get("%s/%s" % (base, n))
-        if data.decode(errors="replace").split("\n", 1)[0] == agent_id:
+        if data.split(b"\0", 1)[0].decode(errors="replace").split("\n", 1)[0] == agent_id:
             best = st.ctime if best is None else max(best, st.ctime)
     if best is None:
         raise AssertionError("no member node of %s under %s" % (agent_id, base))
@@ -113,7 +113,7 @@ def session_of(obs, path, agent_id, under):
     base = path + ("/" + under if under else "")
     for n in obs.zk.get_children(base):
         data, st = obs.zk.get("%s/%s" % (base, n))
-        if st.ephemeralOwner and data.decode(errors="replace").split("\n", 1)[0] == agent_id:
+        if st.ephemeralOwner and data.split(b"\0", 1)[0].decode(errors="replace").split("\n", 1)[0] == agent_id:
             return st.ephemeralOwner
     raise AssertionError("no node of %s under %s" % (agent_id, base))
 

@@ -155,11 +155,13 @@ def test_three_agents_settle_and_epochs_are_the_claims(agents, election, observe
             cid, mzxid = claims[p]
             assert cid == owner[p], (p, cid, owner[p])
             assert epochs[p] == mzxid, (p, epochs[p], mzxid)
-        # The member nodes are there, one per agent, with the ids.
+        # The member nodes are there, one per agent, with the ids and the
+        # partitions each runs (id, NUL, parts=count:N).
         names = observer.zk.get_children(election + "/members")
-        ids = sorted(observer.zk.get("%s/members/%s" % (election, n))[0].decode()
-                     for n in names)
-        assert ids == ["a0", "a1", "a2"]
+        data = sorted(observer.zk.get("%s/members/%s" % (election, n))[0]
+                      for n in names)
+        assert [d.split(b"\0") for d in data] == [
+            [b"a%d" % i, b"parts=count:%d" % N] for i in range(3)], data
         # Every agent names each partition's leader and epoch, owned or not.
         def leaders_known():
             for a in trio:

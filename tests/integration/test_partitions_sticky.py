@@ -58,8 +58,9 @@ def oldest(observer, election, agents):
     path = election + "/members"
     names = sorted(observer.zk.retry(observer.zk.get_children, path))
     by_id = {a.id: a for a in agents}
-    ids = [observer.zk.retry(observer.zk.get, "%s/%s" % (path, n))[0].decode()
-           for n in names]
+    # A member node's data: the id, a NUL, parts=... (doc/design.md).
+    ids = [observer.zk.retry(observer.zk.get, "%s/%s" % (path, n))[0]
+           .split(b"\0", 1)[0].decode() for n in names]
     assert sorted(ids) == sorted(by_id), (ids, list(by_id))
     return by_id[ids[0]]
 

@@ -694,7 +694,7 @@ agent_stepped(void *arg, struct part *pt, const struct election *before,
 static void
 agent_feed(struct agent *a, struct election_event *ev)
 {
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 	struct fleet_event fev;
 
 	memset(&fev, 0, sizeof(fev));
@@ -713,9 +713,9 @@ agent_feed(struct agent *a, struct election_event *ev)
 	a->ev_name = ev->name;
 	a->ev_rc = ev->rc;
 	a->ev_gen = ev->gen;
-	out.n = 0;
 	fleet_step(&a->f, &fev, &out);
 	driver_perform(a, &out);
+	fleet_actions_free(&out);
 	if (a->running)
 		agent_schedule_tick(a);
 }

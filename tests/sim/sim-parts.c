@@ -2433,7 +2433,7 @@ p_perform(struct pagent *a, const struct fleet_actions *out)
 			break;
 		default:
 			if (zkplan_member(fa, a->f.members_path, a->f.parts_path,
-			    a->f.id, &plan) == -1)
+			    a->f.member_data, a->f.member_datalen, &plan) == -1)
 				abort();
 			p_plan_run(a, -1, fa->gen, &plan);
 			break;
@@ -2445,11 +2445,11 @@ p_perform(struct pagent *a, const struct fleet_actions *out)
 static void
 p_step(struct pagent *a, const struct fleet_event *fev)
 {
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 
-	out.n = 0;
 	fleet_step(&a->f, fev, &out);
 	p_perform(a, &out);
+	fleet_actions_free(&out);
 }
 
 static void
@@ -2551,13 +2551,13 @@ p_schedule_tick(struct pagent *a)
 static void
 p_after_batch(struct pagent *a)
 {
-	struct fleet_actions out;
+	struct fleet_actions out = { 0 };
 
 	if (!a->running)
 		return;
-	out.n = 0;
 	fleet_flush(&a->f, a_now_ms(a), &out);
 	p_perform(a, &out);
+	fleet_actions_free(&out);
 	if (a->running)
 		p_schedule_tick(a);
 }

@@ -112,6 +112,61 @@ START_TEST(test_balance)
 }
 END_TEST
 
+/*
+ * Members that do not all run the same partitions (issue 30): each
+ * partition goes only to a member that runs it, and every partition a
+ * member runs has an owner, even when that member is over its quota; with
+ * every member eligible the answer is assign_partitions's.
+ */
+START_TEST(test_among)
+{
+	static const char *const names[12] = { "0", "1", "2", "3", "4", "5",
+	    "6", "7", "8", "9", "10", "11" };
+	struct assign_member m[3] = { { "a", 1 }, { "b", 2 }, { "c", 3 } };
+	bool eligible[12 * 3];
+	int owner[12], plain[12], count[3] = { 0 }, p, i;
+
+	/* a and b run 0-7, c runs 0-11. */
+	for (p = 0; p < 12; p++)
+		for (i = 0; i < 3; i++)
+			eligible[p * 3 + i] = p < 8 || i == 2;
+	ck_assert_int_eq(assign_partitions_among(m, 3, names, 12, NULL,
+	    eligible, owner), 0);
+	for (p = 0; p < 12; p++) {
+		ck_assert_int_ge(owner[p], 0);
+		ck_assert(eligible[p * 3 + owner[p]]);
+		count[owner[p]]++;
+	}
+	ck_assert_int_eq(count[0] + count[1] + count[2], 12);
+	for (p = 8; p < 12; p++)
+		ck_assert_int_eq(owner[p], 2);
+	/* Only c runs 4 partitions, and b is gone: c takes them over its
+	 * quota (6 of 12 with 2 members). */
+	m[1] = m[2];
+	for (p = 0; p < 12; p++) {
+		eligible[p * 2] = p < 8;
+		eligible[p * 2 + 1] = true;
+	}
+	ck_assert_int_eq(assign_partitions_among(m, 2, names, 12, NULL,
+	    eligible, owner), 0);
+	for (p = 8; p < 12; p++)
+		ck_assert_int_eq(owner[p], 1);
+	for (p = 0; p < 12; p++)
+		ck_assert_int_ge(owner[p], 0);
+	/* A partition nobody runs has no owner. */
+	for (p = 0; p < 12; p++)
+		eligible[p * 2] = eligible[p * 2 + 1] = p != 5;
+	ck_assert_int_eq(assign_partitions_among(m, 2, names, 12, NULL,
+	    eligible, owner), 0);
+	ck_assert_int_eq(owner[5], -1);
+	/* Everyone eligible: as assign_partitions. */
+	ck_assert_int_eq(assign_partitions_among(m, 2, names, 12, NULL, NULL,
+	    owner), 0);
+	ck_assert_int_eq(assign_partitions(m, 2, names, 12, NULL, plain), 0);
+	ck_assert_int_eq(memcmp(owner, plain, sizeof(owner)), 0);
+}
+END_TEST
+
 START_TEST(test_same_answer_any_order)
 {
 	static struct world w;
@@ -427,6 +482,7 @@ assign_suite(void)
 	tcase_add_test(tc, test_score_fixed);
 	tcase_add_test(tc, test_no_members);
 	tcase_add_test(tc, test_balance);
+	tcase_add_test(tc, test_among);
 	tcase_add_test(tc, test_same_answer_any_order);
 	tcase_add_test(tc, test_join_moves_little);
 	tcase_add_test(tc, test_stable);

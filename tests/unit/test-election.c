@@ -2830,6 +2830,53 @@ START_TEST(test_part_session_renewal)
 }
 END_TEST
 
+/*
+ * Issue 30: a read that would set the claim's watch (or our node's) and
+ * fails with the connection leaves no watch behind (the client registers
+ * a watch only with a successful reply), so the session's renewal must
+ * extend nothing until a watch is set again: on reconnecting, a leader
+ * sets both again. (Before, the failed read left the watch counted as
+ * set, and renewals went on extending the lease.)
+ */
+START_TEST(test_part_lost_claim_watch_earns_nothing)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	uint64_t t1 = T0 + 1000, s = T0 + 1100, d;
+
+	join_part_leader(&e);
+	d = e.lease_deadline;
+	feed(&e, (struct election_event)CLAIM_CHANGED(t1));
+	ck_assert_str_eq(rendered, "watch_claim");
+	feed(&e, (struct election_event)CLAIM_READ_FAILED(ZCONNECTIONLOSS, t1 + 5));
+	election_session_sent(&e, s);
+	feed(&e, (struct election_event)SRENEWED(SID, s, s + 5));
+	ck_assert_uint_eq(e.lease_deadline, d);
+	feed(&e, (struct election_event)CONNECTING(s + 10));
+	feed(&e, (struct election_event)CONNECTED(s + 60));
+	ck_assert_ptr_nonnull(strstr(rendered, "watch_claim"));
+}
+END_TEST
+
+START_TEST(test_part_lost_self_watch_earns_nothing)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	uint64_t t1 = T0 + 1000, s = T0 + 1100, d;
+
+	join_part_leader(&e);
+	d = e.lease_deadline;
+	feed(&e, (struct election_event)SELF_CHANGED(ME(1, 03), false, t1));
+	ck_assert_str_eq(rendered, "watch_self:" ME(1, 03));
+	feed(&e, (struct election_event)SELF_SET(ME(1, 03), ZCONNECTIONLOSS,
+	    t1 + 5));
+	election_session_sent(&e, s);
+	feed(&e, (struct election_event)SRENEWED(SID, s, s + 5));
+	ck_assert_uint_eq(e.lease_deadline, d);
+	feed(&e, (struct election_event)CONNECTING(s + 10));
+	feed(&e, (struct election_event)CONNECTED(s + 60));
+	ck_assert_ptr_nonnull(strstr(rendered, "watch_self:" ME(1, 03)));
+}
+END_TEST
+
 static Suite *
 election_suite(void)
 {
@@ -2855,6 +2902,8 @@ election_suite(void)
 	tcase_add_test(tc, test_part_unassigned_leader_hands_over);
 	tcase_add_test(tc, test_part_unassigned_follower_leaves);
 	tcase_add_test(tc, test_part_session_renewal);
+	tcase_add_test(tc, test_part_lost_claim_watch_earns_nothing);
+	tcase_add_test(tc, test_part_lost_self_watch_earns_nothing);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("lease");

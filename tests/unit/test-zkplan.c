@@ -291,6 +291,61 @@ START_TEST(test_path_too_long)
 }
 END_TEST
 
+/*
+ * The fleet's member plans (partitions). The listing is made after a sync
+ * (rule 6; issue 30: without it, a create whose reply was lost and a
+ * reconnect to a lagging server could leave a member nobody runs, or hide
+ * ours); our node is made after the members' and partitions' nodes, with
+ * our data; the renewal is a sync then our member node.
+ */
+START_TEST(test_member_plans)
+{
+	static const char data[] = "w1\0parts=count:8";
+	struct fleet_action fa;
+	struct zkplan p;
+
+	memset(&fa, 0, sizeof(fa));
+	fa.type = FACT_MEMBERS_LIST;
+	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
+	    (int)sizeof(data) - 1, &p), 0);
+	ck_assert_int_eq(p.what, ZKF_MEMBERS);
+	ck_assert_int_eq(p.ncalls, 2);
+	ck_assert_int_eq(p.calls[0].type, ZKC_SYNC);
+	ck_assert(!p.calls[0].answers);
+	ck_assert_int_eq(p.calls[1].type, ZKC_CHILDREN);
+	ck_assert_int_eq(p.calls[1].watch, ZKW_MEMBERS);
+	ck_assert_str_eq(p.calls[1].path, "/s/members");
+
+	fa.type = FACT_MEMBER_CREATE;
+	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
+	    (int)sizeof(data) - 1, &p), 0);
+	ck_assert_int_eq(p.what, ZKF_MEMBER_CREATE);
+	ck_assert_int_eq(zkplan_answers(&p), 1);
+	ck_assert_int_eq(p.calls[0].type, ZKC_CREATE);
+	ck_assert(p.calls[0].parents && !p.calls[0].answers);
+	ck_assert_str_eq(p.calls[1].path, "/s/partitions");
+	ck_assert_int_eq(p.calls[2].type, ZKC_CREATE_SEQ);
+	ck_assert_str_eq(p.calls[2].path, "/s/members/m-");
+	ck_assert_int_eq(p.calls[2].datalen, (int)sizeof(data) - 1);
+	ck_assert_int_eq(memcmp(p.calls[2].data, data, sizeof(data) - 1), 0);
+
+	fa.type = FACT_SESSION_RENEW;
+	snprintf(fa.name, sizeof(fa.name), "m-0000000003");
+	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
+	    (int)sizeof(data) - 1, &p), 0);
+	ck_assert_int_eq(p.what, ZKF_SESSION_RENEW);
+	ck_assert_int_eq(zkplan_answers(&p), 2);
+	ck_assert_int_eq(p.calls[0].type, ZKC_SYNC);
+	ck_assert_str_eq(p.calls[1].path, "/s/members/m-0000000003");
+
+	fa.type = FACT_MEMBER_DELETE;
+	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
+	    (int)sizeof(data) - 1, &p), 0);
+	ck_assert_int_eq(p.what, ZKF_MEMBER_DELETE);
+	ck_assert_int_eq(p.calls[0].type, ZKC_DELETE);
+}
+END_TEST
+
 static Suite *
 zkplan_suite(void)
 {
@@ -298,6 +353,7 @@ zkplan_suite(void)
 	TCase *tc = tcase_create("zkplan");
 
 	tcase_add_test(tc, test_create_parent);
+	tcase_add_test(tc, test_member_plans);
 	tcase_add_test(tc, test_create);
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_watch_children);
