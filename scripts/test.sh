@@ -27,7 +27,7 @@ fi
 cd "$(dirname "$0")/.."
 
 if [ "${SKIP_INSTALL:-}" != 1 ]; then
-	scripts/install-deps.sh
+	scripts/install-deps.sh --test
 fi
 
 werror=false

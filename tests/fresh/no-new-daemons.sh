@@ -51,11 +51,14 @@ mine() {	# this script and its children at the time of the look
 	return 1
 }
 
-# Enabled: every symlink systemctl enable or update-rc.d makes.
+# Enabled: every link systemctl enable or update-rc.d makes for what starts
+# a process (a service, socket, timer or path unit, or the init script of
+# a runlevel); targets and rcS.d's boot-time one-shots start no daemon.
 enabled() {
-	find /etc/systemd/system /etc/systemd/user -type l 2>/dev/null |
+	find /etc/systemd/system /etc/systemd/user -type l \( -name '*.service' \
+	    -o -name '*.socket' -o -name '*.timer' -o -name '*.path' \) 2>/dev/null |
 	    while read -r l; do echo "$l -> $(readlink "$l")"; done
-	find /etc/rc[S2-5].d -name 'S*' 2>/dev/null
+	find /etc/rc[2-5].d -name 'S*' 2>/dev/null
 }
 
 # Listening: TCP sockets in LISTEN and bound UDP sockets, with the process

@@ -30,7 +30,7 @@ CLIENTS = os.path.join(TOP, "examples", "clients")
 @pytest.fixture(scope="module")
 def go_client():
     if not shutil.which("go"):
-        pytest.skip("go not installed (scripts/install-deps.sh installs golang-go)")
+        pytest.skip("go not installed (scripts/install-deps.sh --test installs golang-go)")
     d = tempfile.mkdtemp(prefix="zkit-go-")
     try:
         # A build cache of its own, removed afterwards; no module downloads.
@@ -53,7 +53,7 @@ def go_client():
 @pytest.fixture(scope="module")
 def java_client():
     if not (shutil.which("javac") and shutil.which("java")):
-        pytest.skip("javac not installed (scripts/install-deps.sh installs default-jdk-headless)")
+        pytest.skip("javac not installed (scripts/install-deps.sh --test installs default-jdk-headless)")
     d = tempfile.mkdtemp(prefix="zkit-java-")
     try:
         r = subprocess.run(["javac", "-Xlint:all", "-Werror", "-d", d,

@@ -33,7 +33,7 @@ MANIFEST = os.path.join(TOP, "examples", "kubernetes", "orders.yaml")
 POD = "orders-7c9d5b8f4-x2k8q"       # a pod name as a Deployment makes them
 
 yaml = pytest.importorskip("yaml", reason="python3-yaml not installed "
-                           "(scripts/install-deps.sh installs it)")
+                           "(scripts/install-deps.sh --test installs it)")
 
 
 def manifest():

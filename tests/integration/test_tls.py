@@ -8,7 +8,7 @@ server's, signed by another CA) or one the server refuses (the client's),
 the agent stays unconnected and says so, in its log and its status.
 
 Skipped where stunnel4, keytool or openssl are missing
-(scripts/install-deps.sh installs them)."""
+(scripts/install-deps.sh --test installs them)."""
 
 import os
 import shutil
@@ -20,10 +20,10 @@ from zkharness import AgentSet, poll  # noqa: E402
 
 for tool in ("keytool", "openssl"):
     if shutil.which(tool) is None:
-        pytest.skip("%s not installed (scripts/install-deps.sh installs it)" % tool,
+        pytest.skip("%s not installed (scripts/install-deps.sh --test installs it)" % tool,
                     allow_module_level=True)
 if shutil.which("stunnel4") is None and shutil.which("stunnel") is None:
-    pytest.skip("stunnel4 not installed (scripts/install-deps.sh installs it)",
+    pytest.skip("stunnel4 not installed (scripts/install-deps.sh --test installs it)",
                 allow_module_level=True)
 
 import tlsharness  # noqa: E402

@@ -129,7 +129,7 @@ class Podman:
         if self.exists(BASE) and self.exists(BASE_SLIM):
             return
         if not shutil.which("debootstrap"):
-            raise AssertionError("debootstrap not found (scripts/install-deps.sh installs it)")
+            raise AssertionError("debootstrap not found (scripts/install-deps.sh --test installs it)")
         mirror = "http://deb.debian.org/debian"
         try:
             with open("/etc/apt/sources.list.d/debian.sources") as f:
@@ -205,7 +205,7 @@ def podman_or_skip():
         return _podman
     for tool in ("podman", "runc"):
         if not shutil.which(tool):
-            _failure = "%s not installed (scripts/install-deps.sh installs it)" % tool
+            _failure = "%s not installed (scripts/install-deps.sh --test installs it)" % tool
             pytest.skip(_failure)
     with open("/proc/self/mountinfo") as f:
         if not re.search(r" - cgroup2? ", f.read()):
