@@ -104,9 +104,19 @@ look() {
 	} | sort
 }
 
+# What the command installed, by dpkg's count and Installed-Size (KiB).
+packages() {
+	dpkg-query -W -f='${Installed-Size}\n' 2>/dev/null | awk '{n++; s += $1} END {print n + 0, s + 0}'
+}
+
 before=$(look)
+read -r n0 k0 < <(packages)
+t0=$(date +%s)
 "$@"
 rc=$?
+t1=$(date +%s)
+read -r n1 k1 < <(packages)
+echo "no-new-daemons: '$*' took $((t1 - t0)) s; packages $n0 -> $n1 (+$((n1 - n0))), installed size +$(((k1 - k0) / 1024)) MiB"
 # Units started with the command settle in the same second or two (a
 # service's ExecStartPost, a socket's first accept): look until two looks
 # agree, at most 10 times.
