@@ -94,7 +94,11 @@ if [ ! -e "$policy" ]; then
 	$SUDO chmod 755 "$policy"
 	ours=yes
 fi
-cleanup() { [ "$ours" = yes ] && $SUDO rm -f "$policy"; }
+cleanup() {
+	if [ "$ours" = yes ]; then
+		$SUDO rm -f "$policy"
+	fi
+}
 trap cleanup EXIT
 
 $SUDO apt-get update -qq
