@@ -169,6 +169,61 @@ def test_reload_refuses_a_bad_file_and_says_why(machines, zk_hostport):
     assert m.main_pid("orders") == pid and m.status("orders")["epoch"] == epoch
 
 
+def test_the_socket_is_for_group_zkelect(machines, zk_hostport):
+    """The socket is 0660 zkelect:zkelect: an app of another user gets
+    `Permission denied`; after README's `usermod -aG zkelect APPUSER` its
+    next process is answered."""
+    m = machines()
+    m.config("orders", zk_hostport, election_path(), "orders-1")
+    m.sh("systemctl enable --now zkelectd@orders")
+    poll(lambda: (m.status("orders") or {}).get("role") == "leader", 30, interval=0.2,
+         what="orders-1 leads")
+    assert m.sh("stat -c '%a %U:%G' /run/zkelect/orders.sock").stdout.strip() == \
+        "660 zkelect:zkelect"
+    m.sh("useradd --no-create-home --shell /bin/sh app")
+    ask = "runuser -u app -- zkelectctl -s /run/zkelect/orders.sock status"
+    r = m.sh(ask, check=False)
+    print("not in the group: exit %d: %s" % (r.returncode, r.stderr.strip()))
+    assert r.returncode == 2 and "Permission denied" in r.stderr, r
+    m.sh("usermod -aG zkelect app")
+    r = m.sh(ask, check=False)
+    assert r.returncode == 0 and r.stdout.startswith("orders-1: leader"), r
+
+
+def test_a_drop_in_decides_what_the_agent_may_reach(machines, zk_hostport):
+    """The unit lets the agent reach loopback only (IPAddressAllow=
+    localhost); a drop-in changes that, as README says. Staged on loopback
+    alone: a drop-in that allows nothing (`IPAddressAllow=` empties the
+    list) leaves the agent unconnected and saying why, as a ZooKeeper
+    elsewhere would without one; README's drop-in naming the server's
+    address lets it lead."""
+    m = machines()
+    # IPAddressDeny= and IPAddressAllow= are BPF programs on the unit's
+    # cgroup, which take cgroup v2: a systemd with v1 alone (as podman gives
+    # it on a host with hybrid cgroups) runs the unit without them.
+    fs = m.sh("stat -fc %T /sys/fs/cgroup /sys/fs/cgroup/unified 2>/dev/null",
+              check=False).stdout.split()
+    if "cgroup2fs" not in fs:
+        pytest.skip("systemd in this container has no cgroup v2 (%s): it cannot apply "
+                    "IPAddressAllow=, with or without a drop-in" % " ".join(fs))
+    m.config("orders", zk_hostport, election_path(), "orders-1")
+    host, port = zk_hostport.rsplit(":", 1)
+    d = "/etc/systemd/system/zkelectd@orders.service.d"
+    m.sh("mkdir -p %s" % d)
+    m.write(d + "/reach.conf", "[Service]\nIPAddressAllow=\n")
+    m.sh("systemctl daemon-reload && systemctl enable --now zkelectd@orders")
+    line = poll(lambda: re.search(r".*zookeeper: not connected to %s for .*"
+                                  % re.escape(zk_hostport), m.journal("orders")), 30,
+                interval=0.2, what="the agent saying it cannot connect")
+    print("journal: " + line.group(0))
+    st = m.status("orders")
+    assert st["role"] == "unknown" and not st["is_leader"], st
+    m.write(d + "/reach.conf", "[Service]\nIPAddressAllow=%s\n" % host)
+    m.sh("systemctl daemon-reload && systemctl restart zkelectd@orders")
+    poll(lambda: (m.status("orders") or {}).get("role") == "leader", 30, interval=0.2,
+         what="orders-1 leads once its server is allowed")
+
+
 def test_kill9_restarts_with_a_higher_epoch(machines, zk_hostport):
     m = machines()
     m.config("orders", zk_hostport, election_path(), "orders-1")
