@@ -285,12 +285,28 @@ def zkelect_deb(p):
 SD_IMAGE = "localhost/zkelect-systemd:latest"
 
 
-def systemd_image(p, extra=()):
+def systemd_image(p, extra=(), package=True):
     """An image of the minimal Debian 12 (debootstrap minbase) with systemd
     as PID 1 and the package built from this tree installed: systemd,
     systemd-sysv and dbus, nothing else (no procps), as a small server
     would have; EXTRA packages on top (the image then has a tag of its
-    own). Built once per session; returns its name."""
+    own). With package=False, without the package: a fresh machine with
+    systemd. Built once per session; returns its name."""
+    if not package:
+        name = "localhost/zkelect-bare-systemd:latest"
+        if name not in _built:
+            d = tempfile.mkdtemp(prefix="bare-", dir=p.cache)
+            try:
+                with open(os.path.join(d, "Dockerfile"), "w") as f:
+                    f.write("FROM debian:bookworm\n"
+                            "RUN apt-get update && apt-get install -y --no-install-recommends "
+                            "systemd systemd-sysv dbus && rm -rf /var/lib/apt/lists/*\n"
+                            'CMD ["/sbin/init"]\n')
+                p.build(name, os.path.join(d, "Dockerfile"), context=d)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            _built[name] = True
+        return name
     out, version, _ = zkelect_deb(p)
     name = SD_IMAGE if not extra else "localhost/zkelect-systemd-%s:latest" % "-".join(extra)
     if name in _built:
