@@ -110,21 +110,22 @@ ours=no
 # a policy of the machine's own let it start).
 live=no
 [ -d /run/systemd/system ] && live=yes
-units=()
+units=() scripts=()
 while read -r link; do
 	[ -n "$link" ] || continue
 	case $link in
-	/etc/rc*.d/S*)
-		name=${link##*/S[0-9][0-9]}
-		echo "install-deps: disabling the init script $name, which the install enabled"
-		$SUDO update-rc.d "$name" disable >/dev/null 2>&1 || $SUDO rm -f "$link"
-		continue ;;
+	/etc/rc*.d/S*) scripts+=("${link##*/S[0-9][0-9]}"); continue ;;
 	/etc/systemd/system/*/*|/etc/systemd/user/*/*) unit=${link##*/} ;;
 	*) unit=$(basename "$(readlink "$link")") ;;	# an alias: its unit
 	esac
 	case $link in /etc/systemd/user/*) unit="--global $unit" ;; esac
 	units+=("$unit")
 done < <(comm -13 <(printf '%s\n' "$before") <(enabled_links))
+for name in $(printf '%s\n' "${scripts[@]}" | sort -u); do
+	echo "install-deps: disabling the init script $name, which the install enabled"
+	$SUDO update-rc.d "$name" disable >/dev/null 2>&1 ||
+	    $SUDO rm -f /etc/rc[2-5].d/S[0-9][0-9]"$name"
+done
 for unit in $(printf '%s\n' "${units[@]}" | grep -v -- '--global' | sort -u); do
 	echo "install-deps: disabling $unit, which the install enabled"
 	if command -v systemctl >/dev/null; then
