@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "election.h"
+#include "fleet.h"
 
 struct event_base;
 struct event;
@@ -24,35 +25,9 @@ struct notify;
 struct watchdog;
 
 #define AGENT_REASONS_MAX	32
-/* A graceful stop with partitions waits this long for successors. */
-#define AGENT_PARTS_STOP_WAIT_MS 5000
-
-/*
- * One election the driver runs: the single one at election.path, or a
- * partition's at election.path/partitions/NAME (doc/design.md, "Partitions").
- */
-struct part {
-	const char	*name;		/* NULL: the single election */
-	char		*path;		/* its election node */
-	char		*prefix;	/* path "/_c_" */
-	struct election	*e;		/* agent->election, or &own */
-	struct election	 own;
-	bool		 assigned;	/* ours per the last member listing */
-	bool		 owned;		/* leading, as last counted */
-	char		 leader[ELECTION_ID_MAX]; /* the last leader seen
-					 * ("": none yet) */
-};
-
-/* The members of a partitioned agent, as the last listing said. */
-struct agent_members {
-	int		 count;		/* live members, 0 = not listed yet */
-	int		 assigned;	/* partitions assigned to us */
-	int		 owned;		/* partitions we lead */
-	uint64_t	 ownership_changes;
-	uint64_t	 rebalance_started;	/* 0 = settled */
-	uint64_t	 rebalance_ms;	/* how long the last one took */
-	uint64_t	 index;		/* moves with any partition's report */
-};
+/* notify.run_exit: stop: the exit status when leadership ended while the
+ * command ran (EX_TEMPFAIL of sysexits.h: the lock was lost, try again). */
+#define AGENT_EXIT_LOST		75
 
 struct agent_transition_count {
 	int		 to;			/* enum election_role */
@@ -71,10 +46,8 @@ struct agent_stats {
 struct agent {
 	struct config		*conf;
 	struct event_base	*base;
-	struct election		 election;
-	struct part		*parts;		/* partitions: NULL = none */
-	int			 nparts;
-	struct agent_members	 members;
+	struct fleet		 fleet;		/* the session and its elections:
+						   zk.c steps it, others read it */
 	struct zk		*zk;
 	struct api		*api;
 	struct notify		*notify;
@@ -83,9 +56,11 @@ struct agent {
 	struct watchdog		*watchdog;	/* watchdog.c: kills a stalled loop */
 	bool			 sd_watchdog;	/* systemd asked for pings */
 	uint32_t		 sd_watchdog_ms; /* the interval we last set: T */
+	char			 sd_status[512]; /* the STATUS= we last sent */
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;
 	uint64_t		 started;	/* ms, clock_now_ms */
+	bool			 stopping;	/* a graceful stop is under way */
 	bool			 stop_now;	/* second signal, or the stop timed out */
 	int			 exit_code;
 };

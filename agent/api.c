@@ -273,6 +273,48 @@ api_json_string(struct evbuffer *out, const char *s)
 	evbuffer_add(out, "\"", 1);
 }
 
+/*
+ * The status document's "session": the connection, the server it is on,
+ * and the bound on tickTime the lease counts with (doc/design.md, "The
+ * lease"), with a warning when zookeeper.tick_time understates it.
+ */
+static void
+api_session_json(const struct election *e, struct evbuffer *out)
+{
+	struct election_report r;
+	char why[256];
+
+	election_report(e, &r);
+	evbuffer_add_printf(out, ",\"session\":{\"state\":\"%s\","
+	    "\"timeout_ms\":%d,\"server\":\"%s\",\"last_error\":",
+	    election_session_name(r.session), r.timeout_ms,
+	    election_server_name(r.server));
+	/* Why we are not connected, as the client last said. */
+	zk_last_error(why, sizeof(why));
+	if (r.session != SESSION_CONNECTED && why[0] != '\0')
+		api_json_string(out, why);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"tick_bound_ms\":%" PRIu64 ",\"tick_bound_from\":"
+	    "\"%s\",\"min_session_timeout_ms\":", r.tick_bound_ms,
+	    election_tick_from_name(r.tick_from));
+	if (r.min_timeout_ms > 0)
+		evbuffer_add_printf(out, "%d", r.min_timeout_ms);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"warning\":");
+	if (r.tick_understated) {
+		snprintf(why, sizeof(why), "zookeeper.tick_time (%d ms) is "
+		    "below what the servers imply (minSessionTimeout %d ms: "
+		    "tickTime up to %" PRIu64 " ms); the lease counts with %"
+		    PRIu64 " ms", e->tick_ms, r.min_timeout_ms, r.tick_bound_ms,
+		    r.tick_bound_ms);
+		api_json_string(out, why);
+	} else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "}");
+}
+
 /* The status document of doc/design.md "Local API", as of now. */
 void
 api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
@@ -280,7 +322,6 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	struct election_report r;
 	char bar[256];
 	enum election_role role = election_role_at(e, now);
-	char why[256];
 
 	election_report(e, &r);
 	evbuffer_add_printf(out, "{\"id\":");
@@ -294,18 +335,9 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 		api_json_string(out, election_bar_text(&r, bar, sizeof(bar)));
 	else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"index\":%" PRIu64
-	    ",\"session\":{\"state\":\"%s\",\"timeout_ms\":%d,"
-	    "\"server\":\"%s\",\"last_error\":", e->index,
-	    election_session_name(r.session), r.timeout_ms,
-	    election_server_name(r.server));
-	/* Why we are not connected, as the client last said. */
-	zk_last_error(why, sizeof(why));
-	if (r.session != SESSION_CONNECTED && why[0] != '\0')
-		api_json_string(out, why);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, "},\"duplicate_id\":%s,\"candidates_age_ms\":",
+	evbuffer_add_printf(out, ",\"index\":%" PRIu64, e->index);
+	api_session_json(e, out);
+	evbuffer_add_printf(out, ",\"duplicate_id\":%s,\"candidates_age_ms\":",
 	    r.duplicate_id ? "true" : "false");
 	if (election_candidates_age(e, now) < 0)
 		evbuffer_add_printf(out, "null");
@@ -321,26 +353,12 @@ api_status_json(const struct election *e, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, "}\n");
 }
 
-/* The role a partition reports: a partition we are out of the queue of,
- * on a live connection, is followed. */
-static enum election_role
-api_part_role(const struct part *pt, uint64_t now)
-{
-	enum election_role role = election_role_at(pt->e, now);
-
-	if (role == ELECTION_UNKNOWN && pt->e->parked &&
-	    pt->e->session == SESSION_CONNECTED && pt->e->role ==
-	    ELECTION_UNKNOWN && !pt->e->stopping)
-		return ELECTION_FOLLOWER;
-	return role;
-}
-
 /* One entry of GET /v1/partitions (doc/design.md, "Local API"). */
 static void
 api_part_json(const struct part *pt, uint64_t now, struct evbuffer *out)
 {
-	const struct election *e = pt->e;
-	enum election_role role = api_part_role(pt, now);
+	const struct election *e = &pt->e;
+	enum election_role role = fleet_role(pt, now);
 	struct election_report r;
 
 	election_report(e, &r);
@@ -360,11 +378,11 @@ api_parts_json(const struct agent *agent, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, agent->conf->election_id);
 	evbuffer_add_printf(out, ",\"members\":%d,\"index\":%" PRIu64
-	    ",\"partitions\":[", agent->members.count, agent->members.index);
-	for (i = 0; i < agent->nparts; i++) {
+	    ",\"partitions\":[", agent->fleet.view.count, agent->fleet.view.index);
+	for (i = 0; i < agent->fleet.nparts; i++) {
 		if (i > 0)
 			evbuffer_add(out, ",", 1);
-		api_part_json(&agent->parts[i], now, out);
+		api_part_json(&agent->fleet.parts[i], now, out);
 	}
 	evbuffer_add_printf(out, "]}\n");
 }
@@ -375,27 +393,18 @@ static void
 api_parts_status_json(struct agent *agent, uint64_t now,
     struct evbuffer *out)
 {
-	const struct election *e = zk_session_election(agent);
-	char why[256];
+	const struct election *e = fleet_session(&agent->fleet);
 
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, agent->conf->election_id);
 	evbuffer_add_printf(out, ",\"role\":\"%s\",\"is_leader\":false,"
 	    "\"epoch\":null,\"lease_remaining_ms\":0,\"leader\":null,"
-	    "\"index\":%" PRIu64 ",\"session\":{\"state\":\"%s\","
-	    "\"timeout_ms\":%d,\"server\":\"%s\",\"last_error\":",
-	    e->session == SESSION_CONNECTED && !e->stopping ? "follower" :
-	    "unknown", agent->members.index, election_session_name(e->session),
-	    e->timeout_ms, election_server_name(e->server));
-	zk_last_error(why, sizeof(why));
-	if (e->session != SESSION_CONNECTED && why[0] != '\0')
-		api_json_string(out, why);
-	else
-		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, "},\"partitions\":{\"count\":%d,\"owned\":%d,"
-	    "\"assigned\":%d,\"members\":%d}}\n", agent->nparts,
-	    agent->members.owned, agent->members.assigned, agent->members.count);
-	(void)now;
+	    "\"index\":%" PRIu64, election_role_name(fleet_status_role(
+	    &agent->fleet, now)), agent->fleet.view.index);
+	api_session_json(e, out);
+	evbuffer_add_printf(out, ",\"partitions\":{\"count\":%d,\"owned\":%d,"
+	    "\"assigned\":%d,\"members\":%d}}\n", agent->fleet.nparts,
+	    agent->fleet.view.owned, agent->fleet.view.assigned, agent->fleet.view.count);
 }
 
 /* ------------------------------------------------------------------ */
@@ -569,19 +578,19 @@ api_answer_status(struct api_conn *c, enum api_endpoint ep)
 		if (c->wait_part < 0)
 			api_parts_json(agent, now, body);
 		else {
-			const struct part *pt = &agent->parts[c->wait_part];
+			const struct part *pt = &agent->fleet.parts[c->wait_part];
 
 			api_part_json(pt, now, body);
 			evbuffer_add(body, "\n", 1);
 			if (c->wait_leader &&
-			    api_part_role(pt, now) != ELECTION_LEADER)
+			    fleet_role(pt, now) != ELECTION_LEADER)
 				code = 503;
 		}
 		api_respond(c, ep, code, body, "application/json", NULL);
 		evbuffer_free(body);
 		return;
 	}
-	if (agent->parts != NULL) {
+	if (agent->fleet.partitioned) {
 		/* One election per partition: none for the agent. */
 		api_parts_status_json(agent, now, body);
 		api_respond(c, ep, ep == API_LEADER ? 503 : 200, body,
@@ -589,9 +598,9 @@ api_answer_status(struct api_conn *c, enum api_endpoint ep)
 		evbuffer_free(body);
 		return;
 	}
-	api_status_json(&agent->election, now, body);
+	api_status_json(&agent->fleet.parts[0].e, now, body);
 	if (ep == API_LEADER &&
-	    election_role_at(&agent->election, now) != ELECTION_LEADER)
+	    election_role_at(&agent->fleet.parts[0].e, now) != ELECTION_LEADER)
 		code = 503;
 	api_respond(c, ep, code, body, "application/json", NULL);
 	evbuffer_free(body);
@@ -622,8 +631,7 @@ api_changed(struct api *api)
 
 	if (api == NULL)
 		return;
-	index = api->agent->parts != NULL ? api->agent->members.index :
-	    api->agent->election.index;
+	index = fleet_index(&api->agent->fleet);
 	for (c = TAILQ_FIRST(&api->queues[CONN_WAITING]); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (index > c->wait_index)
@@ -659,8 +667,7 @@ api_handle_status(struct api_conn *c, enum api_endpoint ep, const char *query)
 	}
 	/* A client that has shut its sending side gets its answer now. */
 	if (wait == NULL || wait_ms == 0 || index == NULL ||
-	    (agent->parts != NULL ? agent->members.index :
-	    agent->election.index) > idx || c->eof) {
+	    fleet_index(&agent->fleet) > idx || c->eof) {
 		api_answer_status(c, ep);
 		goto out;
 	}
@@ -695,7 +702,7 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, "an observer cannot resign", NULL);
 		return;
 	}
-	if (agent->parts != NULL) {
+	if (agent->fleet.partitioned) {
 		api_error(c, API_RESIGN, 400, "resign is per election; with "
 		    "partitions, stop the agent to hand them over", NULL);
 		return;
@@ -714,7 +721,7 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, msg, NULL);
 		return;
 	}
-	c->api->cb.resign(c->api->cb.arg, hold_ms);
+	c->api->cb.resign(c->api->cb.arg, &c->api->agent->fleet.parts[0], hold_ms);
 	body = evbuffer_new();
 	evbuffer_add_printf(body, "{\"resigned\":true,\"hold_ms\":%" PRIu64 "}\n",
 	    hold_ms);
@@ -726,12 +733,12 @@ api_handle_resign(struct api_conn *c, const char *query)
 static int
 api_route_partition(struct api_conn *c, const char *target)
 {
-	const struct agent *agent = c->api->agent;
+	struct agent *agent = c->api->agent;
 	const char *name = target + 14, *slash;
+	struct part *pt;
 	size_t len;
-	int i;
 
-	if (agent->parts == NULL) {
+	if (!agent->fleet.partitioned) {
 		api_error(c, API_PARTITIONS, 404, "no partitions configured",
 		    NULL);
 		return -1;
@@ -745,13 +752,10 @@ api_route_partition(struct api_conn *c, const char *target)
 		api_error(c, API_PARTITIONS, 404, "no such endpoint", NULL);
 		return -1;
 	}
-	for (i = 0; i < agent->nparts; i++) {
-		if (strlen(agent->parts[i].name) == len &&
-		    memcmp(agent->parts[i].name, name, len) == 0) {
-			c->wait_part = i;
-			c->wait_leader = slash != NULL;
-			return 0;
-		}
+	if ((pt = fleet_part_named(&agent->fleet, name, len)) != NULL) {
+		c->wait_part = pt->idx;
+		c->wait_leader = slash != NULL;
+		return 0;
 	}
 	api_error(c, API_PARTITIONS, 404, "no such partition", NULL);
 	return -1;

@@ -8,6 +8,7 @@ struct agent;
 struct evbuffer;
 struct api;
 struct election;
+struct part;
 
 enum api_endpoint {
 	API_STATUS, API_LEADER, API_HEALTH, API_RESIGN, API_METRICS,
@@ -41,8 +42,8 @@ struct api_stats {
 
 /* What the API asks of the rest of the agent (main.c wires it). */
 struct api_cb {
-	/* POST /v1/resign: hand the term over, stay out for hold_ms. */
-	void	(*resign)(void *arg, uint64_t hold_ms);
+	/* POST /v1/resign: hand part pt's term over, stay out for hold_ms. */
+	void	(*resign)(void *arg, struct part *pt, uint64_t hold_ms);
 	void	*arg;
 };
 

@@ -10,6 +10,7 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/un.h>
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <yaml.h>
@@ -40,8 +42,10 @@
 #define SHOW_MAX		64	/* bytes of a user's value shown in a message */
 
 struct loader {
-	const char	*file;
+	const char	*file;		/* the file, or the program (flags) */
 	FILE		*errs;
+	const struct config_flag *flags; /* config_from_flags: marks name these */
+	int		 nflags;
 	yaml_document_t	*doc;
 	struct config	*conf;
 	int		 nerrors;
@@ -49,6 +53,15 @@ struct loader {
 	bool		 signal_seen;
 	yaml_mark_t	 signal_mark;	/* of the first signal key */
 	const char	*signal_key;
+	bool		 session_seen;		/* zookeeper.session_timeout */
+	yaml_mark_t	 session_mark;		/* of its value */
+	bool		 tick_seen;		/* zookeeper.tick_time */
+	yaml_mark_t	 tick_mark;
+	bool		 run_seen;		/* notify.run */
+	bool		 run_exit_seen;		/* notify.run_exit, notify.run_output */
+	yaml_mark_t	 run_exit_mark;
+	bool		 run_output_seen;
+	yaml_mark_t	 run_output_mark;
 	bool		 partitions_seen;	/* the partitions: key */
 	yaml_mark_t	 partitions_mark;
 	int		 partitions_keys;	/* count: and names: seen */
@@ -108,6 +121,10 @@ static const struct choices disconnect_choices = { "value",
 	{ { "hold_lease", false }, { "step_down", true }, { NULL, 0 } } };
 static const struct choices failure_choices = { "value",
 	{ { "keep", false }, { "resign", true }, { NULL, 0 } } };
+static const struct choices run_exit_choices = { "value",
+	{ { "restart", false }, { "stop", true }, { NULL, 0 } } };
+static const struct choices run_output_choices = { "value",
+	{ { "log", false }, { "inherit", true }, { NULL, 0 } } };
 static const struct choices level_choices = { "level",
 	{ { "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warn", LOG_WARN },
 	  { "error", LOG_ERROR }, { NULL, 0 } } };
@@ -157,6 +174,10 @@ static const struct key notify_keys[] = {
 	{ "leader_signal", K_SIGNAL, F(notify_leader_signal), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "follower_signal", K_SIGNAL, F(notify_follower_signal), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "run", K_ARGV, F(notify_run), false, NULL, NULL, 0, 0, NULL, 0 },
+	{ "run_exit", K_ENUM, F(notify_run_exit_stop), false, NULL, NULL, 0, 0,
+	    &run_exit_choices, sizeof(((struct config *)0)->notify_run_exit_stop) },
+	{ "run_output", K_ENUM, F(notify_run_inherit), false, NULL, NULL, 0, 0,
+	    &run_output_choices, sizeof(((struct config *)0)->notify_run_inherit) },
 	{ "on_leader_change", K_ARGV, F(notify_on_leader_change), false, NULL, NULL, 0, 0, NULL, 0 },
 	{ "on_leader_failure", K_ENUM, F(notify_resign_on_failure), false, NULL, NULL, 0, 0,
 	    &failure_choices, sizeof(((struct config *)0)->notify_resign_on_failure) },
@@ -199,8 +220,16 @@ conf_error(struct loader *ld, const yaml_mark_t *mark, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(ld->errs, "%s:%zu:%zu: ", ld->file, mark->line + 1,
-	    mark->column + 1);
+	/* From flags, a mark's index is the flag's (1-based; 0: none). */
+	if (ld->flags != NULL && mark->index >= 1 &&
+	    mark->index <= (size_t)ld->nflags)
+		fprintf(ld->errs, "%s: %s: ", ld->file,
+		    ld->flags[mark->index - 1].flag);
+	else if (ld->flags != NULL)
+		fprintf(ld->errs, "%s: ", ld->file);
+	else
+		fprintf(ld->errs, "%s:%zu:%zu: ", ld->file, mark->line + 1,
+		    mark->column + 1);
 	va_start(ap, fmt);
 	vfprintf(ld->errs, fmt, ap);
 	va_end(ap);
@@ -310,59 +339,119 @@ has_control(const char *s)
 	return false;
 }
 
+/*
+ * What is wrong with a ZooKeeper path as the C client checks it
+ * (isValidPath): NULL when nothing is. The length is the caller's.
+ */
+static const char *
+path_problem(const char *s)
+{
+	const char *p, *end;
+	size_t n;
+
+	if (s[0] != '/')
+		return "must start with '/'";
+	if (has_control(s))
+		return "must not contain control characters";
+	n = strlen(s);
+	if (n > 1 && s[n - 1] == '/')
+		return "must not end with '/'";
+	for (p = s + 1; n > 1; p = end + 1) {
+		end = strchr(p, '/');
+		n = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (n == 0)
+			return "must not contain empty components ('//')";
+		if ((n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return "must not contain '.' or '..' components";
+		if (end == NULL)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * "host:port[,host:port...][/chroot]", checked as the C client will parse
+ * it (zookeeper_init fails on what is refused here, and the agent would
+ * retry for ever): every host has a decimal port 1..65535, and the chroot
+ * is a valid path ("/" alone means none).
+ */
 static void
 check_servers(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	if (has_control(s))
+	char buf[SHOW_MAX], host[SHOW_MAX];
+	const char *chroot, *p, *end, *colon, *why;
+	size_t n, hlen, plen;
+	unsigned long port;
+
+	if (has_control(s)) {
 		conf_error(ld, mark, "%s: must not contain control characters",
 		    what);
+		return;
+	}
+	chroot = strchr(s, '/');
+	if (chroot != NULL && strcmp(chroot, "/") != 0 &&
+	    (why = path_problem(chroot)) != NULL) {
+		conf_error(ld, mark, "%s: the chroot '%s' %s (the ZooKeeper "
+		    "client refuses it)", what, show(buf, sizeof(buf), chroot),
+		    why);
+		return;
+	}
+	n = chroot != NULL ? (size_t)(chroot - s) : strlen(s);
+	for (p = s; p < s + n; p = end + 1) {
+		end = memchr(p, ',', (size_t)(s + n - p));
+		if (end == NULL)
+			end = s + n;
+		hlen = (size_t)(end - p);
+		if (hlen == 0)
+			continue;	/* the client skips empty entries */
+		snprintf(host, sizeof(host), "%.*s", (int)(hlen < sizeof(host) ?
+		    hlen : sizeof(host) - 1), p);
+		colon = memrchr(p, ':', hlen);
+		if (colon == NULL || (p[0] == '[' && memchr(colon, ']',
+		    (size_t)(end - colon)) != NULL)) {
+			conf_error(ld, mark, "%s: '%s' has no port (use HOST:PORT, "
+			    "e.g. %s:2181)", what, show(buf, sizeof(buf), host),
+			    host);
+			return;
+		}
+		plen = (size_t)(end - colon - 1);
+		port = 0;
+		if (plen >= 1 && plen <= 5 &&
+		    strspn(colon + 1, "0123456789") >= plen)
+			port = strtoul(colon + 1, NULL, 10);
+		if (port < 1 || port > 65535) {
+			conf_error(ld, mark, "%s: invalid port in '%s' (use "
+			    "1..65535)", what, show(buf, sizeof(buf), host));
+			return;
+		}
+	}
+	if (n == 0 || strspn(s, ",") == n)
+		conf_error(ld, mark, "%s: names no server (use HOST:PORT, e.g. "
+		    "zk1:2181)", what);
 }
 
 static void
 check_path(struct loader *ld, const char *what, const yaml_mark_t *mark,
     const char *s)
 {
-	const char *p, *end;
-	size_t n;
+	const char *why;
+	size_t n = strlen(s);
 
-	if (s[0] != '/') {
-		conf_error(ld, mark, "%s: must start with '/'", what);
-		return;
-	}
-	if (has_control(s)) {
-		conf_error(ld, mark, "%s: must not contain control characters",
-		    what);
-		return;
-	}
-	n = strlen(s);
-	if (n + 1 + CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX) {
+	if (s[0] == '/' && !has_control(s) &&
+	    n + 1 + CONFIG_NODE_NAME_LEN >= CONFIG_ZK_PATH_MAX) {
 		conf_error(ld, mark, "%s: longer than %d bytes (the contender "
 		    "nodes under it would not fit in a %d-byte path)", what,
 		    CONFIG_ZK_PATH_MAX - 2 - CONFIG_NODE_NAME_LEN,
 		    CONFIG_ZK_PATH_MAX);
 		return;
 	}
-	if (s[n - 1] == '/') {
-		conf_error(ld, mark, "%s: must not end with '/'", what);
+	if ((why = path_problem(s)) == NULL && n == 1)
+		why = "must not end with '/'";	/* "/" itself: no election */
+	if (why != NULL) {
+		conf_error(ld, mark, "%s: %s", what, why);
 		return;
-	}
-	for (p = s + 1; ; p = end + 1) {
-		end = strchr(p, '/');
-		n = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (n == 0) {
-			conf_error(ld, mark, "%s: must not contain empty "
-			    "components ('//')", what);
-			return;
-		}
-		if ((n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.')) {
-			conf_error(ld, mark, "%s: must not contain '.' or '..' "
-			    "components", what);
-			return;
-		}
-		if (end == NULL)
-			break;
 	}
 	if (strcmp(s, "/zookeeper") == 0 || strncmp(s, "/zookeeper/", 11) == 0)
 		conf_error(ld, mark, "%s: /zookeeper is reserved by ZooKeeper",
@@ -1085,6 +1174,26 @@ walk_mapping(struct loader *ld, const struct key *keys, const char *prefix,
 		} else if (k->kind == K_STRING &&
 		    k->off == offsetof(struct config, notify_pidfile))
 			ld->pidfile_seen = true;
+		else if (k->kind == K_ARGV &&
+		    k->off == offsetof(struct config, notify_run))
+			ld->run_seen = true;
+		else if (k->kind == K_ENUM &&
+		    k->off == offsetof(struct config, notify_run_exit_stop)) {
+			ld->run_exit_seen = true;
+			ld->run_exit_mark = key_node->start_mark;
+		} else if (k->kind == K_ENUM &&
+		    k->off == offsetof(struct config, notify_run_inherit)) {
+			ld->run_output_seen = true;
+			ld->run_output_mark = key_node->start_mark;
+		} else if (k->kind == K_DURATION &&
+		    k->off == offsetof(struct config, zk_session_timeout_ms)) {
+			ld->session_seen = true;
+			ld->session_mark = value->start_mark;
+		} else if (k->kind == K_DURATION &&
+		    k->off == offsetof(struct config, zk_tick_ms)) {
+			ld->tick_seen = true;
+			ld->tick_mark = value->start_mark;
+		}
 		if (prefix[0] != '\0')
 			snprintf(what, sizeof(what), "%s.%s", prefix, k->name);
 		else
@@ -1098,16 +1207,65 @@ static void
 check_whole(struct loader *ld)
 {
 	struct config *conf = ld->conf;
-	char host[200], id[ID_MAX + 1];	/* 199 + ':' + pid fits */
+	char host[200], id[ID_MAX + 1];	/* 199 + ':' pid ':' 8 fits */
+	char b1[32], b2[32], b3[32];
+	uint32_t rnd;
 
+	/*
+	 * ZooKeeper grants no session under 2 ticks (minSessionTimeout), and
+	 * the lease counts on T >= 2 x tick_time (doc/design.md, "The
+	 * lease"): below that the agent would never lead.
+	 */
+	if (conf->zk_tick_ms > 0 &&
+	    conf->zk_session_timeout_ms < 2 * conf->zk_tick_ms) {
+		format_ms(b1, sizeof(b1), conf->zk_session_timeout_ms);
+		format_ms(b2, sizeof(b2), conf->zk_tick_ms);
+		format_ms(b3, sizeof(b3), 2 * conf->zk_tick_ms);
+		if (ld->session_seen)
+			conf_error(ld, &ld->session_mark, "zookeeper.session_"
+			    "timeout: %s is less than twice zookeeper.tick_time "
+			    "(%s): ZooKeeper gives no session under 2 ticks, and "
+			    "the agent leads only with T >= 2 x tick_time (use at "
+			    "least %s)", b1, b2, b3);
+		else
+			conf_error(ld, &ld->tick_mark, "zookeeper.tick_time: %s "
+			    "is more than half of zookeeper.session_timeout (%s, "
+			    "the default): the agent leads only with T >= 2 x "
+			    "tick_time (set session_timeout to at least %s)", b2,
+			    b1, b3);
+	}
 	if (ld->signal_seen && !ld->pidfile_seen)
 		conf_error(ld, &ld->signal_mark, "notify.%s: needs "
 		    "notify.pidfile (the process to signal)", ld->signal_key);
+	if (ld->run_exit_seen && !ld->run_seen)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: needs "
+		    "notify.run (the command whose end it is about)");
+	else if (conf->notify_run_exit_stop && ld->partitions_seen)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: stop "
+		    "needs a single election (with partitions: one command "
+		    "runs per partition; use restart)");
+	else if (conf->notify_run_exit_stop && !conf->election_candidate)
+		conf_error(ld, &ld->run_exit_mark, "notify.run_exit: stop "
+		    "needs election.candidate: true (an observer never runs "
+		    "the command)");
+	if (ld->run_output_seen && !ld->run_seen)
+		conf_error(ld, &ld->run_output_mark, "notify.run_output: "
+		    "needs notify.run (the command whose output it is about)");
 	if (conf->election_id == NULL) {
+		/*
+		 * hostname:pid for the operator (ps, the logs), and 32 random
+		 * bits: containers on a host network share the hostname and
+		 * each agent is pid 1 of its namespace, so hostname:pid alone
+		 * was the same in all of them.
+		 */
 		if (gethostname(host, sizeof(host)) == -1)
 			strcpy(host, "localhost");
 		host[sizeof(host) - 1] = '\0';
-		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
+		if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			rnd = (uint32_t)clock() ^ (uint32_t)time(NULL) ^
+			    (uint32_t)getpid() << 16;
+		snprintf(id, sizeof(id), "%s:%ld:%08" PRIx32, host,
+		    (long)getpid(), rnd);
 		set_string(&conf->election_id, id);
 	}
 	if (!ld->partitions_seen)
@@ -1205,6 +1363,185 @@ read_file(const char *file, FILE *errs, unsigned char **text, size_t *len)
 	return 0;
 }
 
+/* Every key at its default. */
+static struct config *
+config_new(void)
+{
+	struct config *conf;
+
+	if ((conf = calloc(1, sizeof(*conf))) == NULL)
+		abort();
+	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
+	conf->election_candidate = true;
+	set_string(&conf->api_socket, CONFIG_DEFAULT_SOCKET);
+	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
+	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
+	conf->log_level = LOG_INFO;
+	conf->log_format = LOG_TEXT;
+	return conf;
+}
+
+/* A node added to a flags document carries its flag's index as a mark. */
+static int
+flags_node(yaml_document_t *doc, int id, int flag)
+{
+	if (id == 0)
+		abort();	/* out of memory */
+	yaml_document_get_node(doc, id)->start_mark.index = (size_t)flag;
+	return id;
+}
+
+static int
+flags_scalar(yaml_document_t *doc, const char *text, int flag)
+{
+	/* Double-quoted: "", "null" and "~" stay the text they are. */
+	return flags_node(doc, yaml_document_add_scalar(doc, NULL,
+	    (yaml_char_t *)(uintptr_t)text, (int)strlen(text),
+	    YAML_DOUBLE_QUOTED_SCALAR_STYLE), flag);
+}
+
+/* The mapping under key NAME of mapping MAP, made if it is not there. */
+static int
+flags_section(yaml_document_t *doc, int map, const char *name, int flag)
+{
+	yaml_node_pair_t *pair;
+	yaml_node_t *m = yaml_document_get_node(doc, map), *k;
+	int sub;
+
+	for (pair = m->data.mapping.pairs.start;
+	    pair < m->data.mapping.pairs.top; pair++) {
+		k = yaml_document_get_node(doc, pair->key);
+		if (strcmp((const char *)k->data.scalar.value, name) == 0 &&
+		    yaml_document_get_node(doc, pair->value)->type ==
+		    YAML_MAPPING_NODE)
+			return pair->value;
+	}
+	sub = flags_node(doc, yaml_document_add_mapping(doc, NULL,
+	    YAML_BLOCK_MAPPING_STYLE), flag);
+	if (!yaml_document_append_mapping_pair(doc, map,
+	    flags_scalar(doc, name, flag), sub))
+		abort();
+	return sub;
+}
+
+/*
+ * A command named on a command line is looked up as a shell would: a
+ * name without '/' in PATH, a relative path from here. The absolute path
+ * goes into notify.run (whose checks want one); NULL with *why set when
+ * it is not found.
+ */
+static char *
+flags_command(const char *name, const char **why)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char file[PATH_MAX], cwd[PATH_MAX];
+	struct stat st;
+	char *out;
+
+	*why = NULL;
+	if (name[0] == '/')
+		out = strdup(name);
+	else if (strchr(name, '/') != NULL) {
+		if (getcwd(cwd, sizeof(cwd)) == NULL) {
+			*why = strerror(errno);
+			return NULL;
+		}
+		if (asprintf(&out, "%s/%s", cwd, name) == -1)
+			out = NULL;
+	} else {
+		if (path == NULL || path[0] == '\0')
+			path = "/usr/local/bin:/usr/bin:/bin";
+		for (p = path; ; p = end + 1) {
+			end = strchr(p, ':');
+			if (end == NULL)
+				end = p + strlen(p);
+			if (end > p && snprintf(file, sizeof(file), "%.*s/%s",
+			    (int)(end - p), p, name) < (int)sizeof(file) &&
+			    stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(file, X_OK) == 0)
+				break;
+			if (*end == '\0') {
+				*why = "not found in PATH";
+				return NULL;
+			}
+		}
+		out = strdup(file);
+	}
+	if (out == NULL)
+		abort();
+	return out;
+}
+
+/* A configuration from settings alone (see config.h). */
+struct config *
+config_from_flags(const char *prog, const struct config_flag *flags, int n,
+    FILE *errs)
+{
+	struct loader ld = { .file = prog, .errs = errs, .flags = flags,
+	    .nflags = n };
+	yaml_document_t doc;
+	struct config *conf;
+	char key[128], *dot, *name, *cmd;
+	const char *why;
+	yaml_mark_t mark = { 0, 0, 0 };
+	int root, map, seq, i, j;
+
+	conf = config_new();
+	ld.conf = conf;
+	ld.doc = &doc;
+	if (!yaml_document_initialize(&doc, NULL, NULL, NULL, 1, 1))
+		abort();
+	root = flags_node(&doc, yaml_document_add_mapping(&doc, NULL,
+	    YAML_BLOCK_MAPPING_STYLE), 0);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s", flags[i].key);
+		map = root;
+		for (name = key; (dot = strchr(name, '.')) != NULL;
+		    name = dot + 1) {
+			*dot = '\0';
+			map = flags_section(&doc, map, name, i + 1);
+		}
+		if (flags[i].argv == NULL) {
+			if (!yaml_document_append_mapping_pair(&doc, map,
+			    flags_scalar(&doc, name, i + 1),
+			    flags_scalar(&doc, flags[i].value, i + 1)))
+				abort();
+			continue;
+		}
+		seq = flags_node(&doc, yaml_document_add_sequence(&doc, NULL,
+		    YAML_FLOW_SEQUENCE_STYLE), i + 1);
+		for (j = 0; flags[i].argv[j] != NULL; j++) {
+			cmd = NULL;
+			if (j == 0 && flags[i].argv[0][0] != '\0' &&
+			    (cmd = flags_command(flags[i].argv[0], &why)) ==
+			    NULL) {
+				mark.index = (size_t)i + 1;
+				conf_error(&ld, &mark, "cannot run '%s': %s",
+				    flags[i].argv[0], why);
+			}
+			if (!yaml_document_append_sequence_item(&doc, seq,
+			    flags_scalar(&doc, cmd != NULL ? cmd :
+			    flags[i].argv[j], i + 1)))
+				abort();
+			free(cmd);
+		}
+		if (!yaml_document_append_mapping_pair(&doc, map,
+		    flags_scalar(&doc, name, i + 1), seq))
+			abort();
+	}
+	if (ld.nerrors == 0) {
+		walk_mapping(&ld, root_keys, "", yaml_document_get_root_node(&doc),
+		    &file_start);
+		check_whole(&ld);
+	}
+	yaml_document_delete(&doc);
+	if (ld.nerrors > 0) {
+		config_free(conf);
+		return NULL;
+	}
+	return conf;
+}
+
 /* Reads, checks and returns the configuration in FILE (see config.h). */
 struct config *
 config_load(const char *file, FILE *errs)
@@ -1220,16 +1557,8 @@ config_load(const char *file, FILE *errs)
 	if (read_file(file, errs, &text, &len) == -1)
 		return NULL;
 
-	if ((conf = calloc(1, sizeof(*conf))) == NULL)
-		abort();
+	conf = config_new();
 	set_string(&conf->file, file);
-	conf->zk_session_timeout_ms = DEFAULT_SESSION_MS;
-	conf->election_candidate = true;
-	set_string(&conf->api_socket, CONFIG_DEFAULT_SOCKET);
-	conf->api_socket_mode = DEFAULT_SOCKET_MODE;
-	conf->notify_hook_timeout_ms = DEFAULT_HOOK_MS;
-	conf->log_level = LOG_INFO;
-	conf->log_format = LOG_TEXT;
 	ld.conf = conf;
 	ld.doc = &doc;
 

@@ -24,7 +24,8 @@
 typedef char **config_argv;
 
 struct config {
-	char		*file;			/* path the config was read from */
+	char		*file;			/* path the config was read from;
+						 * NULL: from flags */
 
 	/* zookeeper: */
 	char		*zk_servers;		/* "h:p,h:p/chroot"; required */
@@ -59,6 +60,8 @@ struct config {
 	int		 notify_leader_signal;	/* 0 = none */
 	int		 notify_follower_signal;
 	config_argv	 notify_run;
+	bool		 notify_run_exit_stop;	/* run_exit: stop (default restart) */
+	bool		 notify_run_inherit;	/* run_output: inherit (default log) */
 	config_argv	 notify_on_leader_change; /* followers: the leader changed */
 	bool		 notify_resign_on_failure; /* on_leader_failure: resign (default keep) */
 
@@ -74,6 +77,24 @@ struct config {
  */
 struct config *config_load(const char *file, FILE *errs);
 void config_free(struct config *conf);
+
+/* One setting given on a command line instead of in a file. */
+struct config_flag {
+	const char	*flag;		/* as the user wrote it: "--path" */
+	const char	*key;		/* the file's key: "election.path" */
+	const char	*value;		/* a scalar key's text */
+	char *const	*argv;		/* an argv key's list (value NULL) */
+};
+
+/*
+ * A configuration from settings alone (zkelectd's and zkelectctl's
+ * flags): the keys, defaults and checks of config_load, each problem
+ * printed to ERRS as "PROG: FLAG: message", one per line. An argv key's
+ * command is looked up as a shell would (PATH, or from the working
+ * directory) and stored as an absolute path. conf->file is NULL.
+ */
+struct config *config_from_flags(const char *prog,
+    const struct config_flag *flags, int n, FILE *errs);
 
 /*
  * Parses a duration such as "500ms", "6s", "2m", "1h" (also "1.5s") into

@@ -131,7 +131,18 @@ election_server_name(enum election_server s)
 	switch (s) {
 	case SERVER_VOTING:	return "voting";
 	case SERVER_OBSERVER:	return "observer";
+	case SERVER_UNIDENTIFIED: return "unidentified";
 	default:		return "unknown";
+	}
+}
+
+const char *
+election_tick_from_name(enum election_tick_from f)
+{
+	switch (f) {
+	case TICK_STATED:	return "tick_time";
+	case TICK_LEARNED:	return "servers";
+	default:		return "assumed";
 	}
 }
 
@@ -142,8 +153,8 @@ election_bar_name(enum election_bar b)
 	case BAR_OBSERVER:
 		return "connected to an observer: leading needs a voting server";
 	case BAR_SHORT_TIMEOUT:
-		return "session timeout below twice zookeeper.tick_time: "
-		    "no lease can be proven";
+		return "session timeout below twice zookeeper.tick_time (or "
+		    "the servers' tickTime bound): no lease can be proven";
 	case BAR_EPOCH_BACKWARDS:
 		return "ZooKeeper's zxid went below an epoch this agent led "
 		    "under (restored from an older snapshot?)";
@@ -155,6 +166,10 @@ election_bar_name(enum election_bar b)
 	case BAR_NO_CHROOT:
 		return "the election path cannot be created: the chroot of "
 		    "zookeeper.servers does not exist";
+	case BAR_UNIDENTIFIED:
+		return "the ensemble has observers, and this connection's "
+		    "server cannot be told from one (a proxy?): list the "
+		    "servers' own addresses in zookeeper.servers";
 	default:
 		return NULL;
 	}
@@ -293,18 +308,45 @@ election_note_acked(struct election *e, uint64_t s)
 		}
 }
 
+/* Through an observer, or a server that may be one, no lease is earned. */
+static bool
+election_no_lease_here(const struct election *e)
+{
+	return e->server == SERVER_OBSERVER || e->server == SERVER_UNIDENTIFIED;
+}
+
+/*
+ * The bound on tickTime the lease counts with (doc/design.md, "The
+ * lease"): zookeeper.tick_time, or half the largest minSessionTimeout a
+ * server gave, whichever is larger (a stated tick below what the servers
+ * imply is not believed); 0 when neither is known (lease_shape assumes
+ * T/2).
+ */
+static uint64_t
+election_tick_bound(const struct election *e)
+{
+	uint64_t learned = ((uint64_t)e->min_timeout_ms + 1) / 2;
+
+	return (uint64_t)e->tick_ms > learned ? (uint64_t)e->tick_ms : learned;
+}
+
 /* The lease a round trip sent at s earns, or 0 if it earns none. */
 static uint64_t
 election_lease_until(const struct election *e, uint64_t s)
 {
-	uint64_t t = (uint64_t)e->timeout_ms;
+	uint64_t born = e->session_born, q;
 
 	if (e->lease_naive)
-		return s + t * 2 / 3;
-	if (e->server == SERVER_OBSERVER)
+		return s + (uint64_t)e->timeout_ms * 2 / 3;
+	if (election_no_lease_here(e))
 		return 0;
-	return lease_until(&e->shape, e->sent, e->acked, e->nsent,
-	    e->session_born, s);
+	/* Any request of the session on this connection anchors the lease
+	 * (doc/design.md, "The lease"): with partitions, the session's own
+	 * renewals, whichever partition asks. */
+	if (e->session_ring != NULL &&
+	    (q = lease_anchor(&e->shape, e->session_ring, s)) > born)
+		born = q;
+	return lease_until(&e->shape, e->sent, e->acked, e->nsent, born, s);
 }
 
 static uint64_t
@@ -340,7 +382,7 @@ static void
 election_set_timeout(struct election *e, int timeout_ms)
 {
 	e->timeout_ms = timeout_ms;
-	lease_shape(&e->shape, (uint64_t)timeout_ms, (uint64_t)e->tick_ms);
+	lease_shape(&e->shape, (uint64_t)timeout_ms, election_tick_bound(e));
 }
 
 /* --- Actions. --- */
@@ -594,7 +636,7 @@ election_shrink(struct election *e, int timeout_ms)
 
 	election_set_timeout(e, timeout_ms);
 	until = lease_after_shrink(e->last_answer_sent, (uint64_t)timeout_ms,
-	    (uint64_t)e->tick_ms);
+	    election_tick_bound(e));
 	if (e->lease_deadline > until)
 		e->lease_deadline = until;
 }
@@ -1818,7 +1860,7 @@ static bool
 election_barred(const struct election *e)
 {
 	return e->candidate && e->session == SESSION_CONNECTED &&
-	    (e->server == SERVER_OBSERVER ||
+	    (election_no_lease_here(e) ||
 	    (!e->lease_naive && e->timeout_ms > 0 && !e->shape.ok));
 }
 
@@ -1836,7 +1878,7 @@ election_wants_lease(const struct election *e)
 static uint64_t
 election_observer_kick_at(const struct election *e)
 {
-	if (e->server != SERVER_OBSERVER || e->session != SESSION_CONNECTED ||
+	if (!election_no_lease_here(e) || e->session != SESSION_CONNECTED ||
 	    !election_wants_lease(e))
 		return 0;
 	if (e->last_observer_kick == 0)
@@ -1866,7 +1908,7 @@ election_leave_observer(struct election *e, struct election_actions *out)
 	    e->phase != PHASE_DELETING && e->phase != PHASE_HOLDING &&
 	    e->phase != PHASE_STOPPED) {
 		e->off_queue = true;
-		election_release(e, e->server == SERVER_OBSERVER ?
+		election_release(e, election_no_lease_here(e) ?
 		    REASON_OBSERVER_SERVER : REASON_NO_LEASE, out);
 	}
 	at = election_observer_kick_at(e);
@@ -1874,7 +1916,7 @@ election_leave_observer(struct election *e, struct election_actions *out)
 		return;
 	e->last_observer_kick = e->now;
 	e->kicks++;
-	election_push(e, out, ACT_KICK, "observer");
+	election_push(e, out, ACT_KICK, election_server_name(e->server));
 }
 
 static void
@@ -1884,6 +1926,14 @@ election_on_server(struct election *e, const struct election_event *ev,
 	if (e->session != SESSION_CONNECTED)
 		return;
 	e->server = ev->server;
+	/* The tick's bound only grows while the agent runs: a server that
+	 * gives a smaller minSessionTimeout may share an ensemble with one
+	 * whose tickTime the larger one bounds. */
+	if (ev->min_timeout_ms > e->min_timeout_ms) {
+		e->min_timeout_ms = ev->min_timeout_ms;
+		if (e->timeout_ms > 0)
+			election_set_timeout(e, e->timeout_ms);
+	}
 	if (!election_barred(e) && e->off_queue) {
 		/* A lease can be earned here: join again. */
 		e->off_queue = false;
@@ -2361,6 +2411,9 @@ election_report(const struct election *e, struct election_report *r)
 	else if (e->server == SERVER_OBSERVER &&
 	    e->session == SESSION_CONNECTED)
 		r->bar = BAR_OBSERVER;
+	else if (e->server == SERVER_UNIDENTIFIED &&
+	    e->session == SESSION_CONNECTED)
+		r->bar = BAR_UNIDENTIFIED;
 	else if (e->no_chroot)
 		r->bar = BAR_NO_CHROOT;
 	else if (e->no_access)
@@ -2370,6 +2423,16 @@ election_report(const struct election *e, struct election_report *r)
 		r->slow_rtt_ms = e->slow_rtt;
 	}
 	r->duplicate_id = election_claim_foreign(e) || election_successor_twin(e);
+	r->tick_bound_ms = e->shape.X;
+	r->min_timeout_ms = e->min_timeout_ms;
+	if ((uint64_t)e->tick_ms >= election_tick_bound(e) && e->tick_ms > 0)
+		r->tick_from = TICK_STATED;
+	else if (e->min_timeout_ms > 0)
+		r->tick_from = TICK_LEARNED;
+	else
+		r->tick_from = TICK_ASSUMED;
+	r->tick_understated = e->tick_ms > 0 &&
+	    (uint64_t)e->tick_ms < election_tick_bound(e);
 	if (e->role == ELECTION_LEADER) {
 		r->has_leader = true;
 		snprintf(r->leader_id, sizeof(r->leader_id), "%s", e->id);

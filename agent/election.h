@@ -84,6 +84,16 @@ enum election_server {
 	SERVER_UNKNOWN,		/* not asked yet, or it would not say */
 	SERVER_VOTING,		/* leader, follower or standalone */
 	SERVER_OBSERVER,	/* relays touches: no lease through it */
+	SERVER_UNIDENTIFIED,	/* the ensemble has observers, and nothing
+				   tells which server this is (a proxy):
+				   no lease through it */
+};
+
+/* Where the bound on tickTime that the lease counts with comes from. */
+enum election_tick_from {
+	TICK_ASSUMED,		/* neither stated nor learned: T/2 */
+	TICK_STATED,		/* zookeeper.tick_time */
+	TICK_LEARNED,		/* half the servers' minSessionTimeout */
 };
 
 /* Why a candidate that could lead does not: reported, logged once. */
@@ -95,6 +105,7 @@ enum election_bar {
 	BAR_SLOW_ZOOKEEPER,	/* round trips too slow to start a term on */
 	BAR_NO_ACCESS,		/* ZooKeeper answers NOAUTH on the election path */
 	BAR_NO_CHROOT,		/* the election path cannot be created: no chroot */
+	BAR_UNIDENTIFIED,	/* SERVER_UNIDENTIFIED */
 };
 
 /* Slow round trips in a row that bar a term, fast ones that lift the bar. */
@@ -173,6 +184,8 @@ struct election_event {
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
 	bool		 deleted;	/* watch said the node was deleted */
 	enum election_server server;	/* EV_SERVER */
+	int		 min_timeout_ms;	/* EV_SERVER: the server's
+					   minSessionTimeout, 0 = not learned */
 	bool		 assigned;	/* EV_ASSIGN */
 	uint64_t	 told;		/* EV_NOTIFIED: the loss it acknowledges
 					   (an action's told; all before it too) */
@@ -247,6 +260,12 @@ struct election_report {
 	enum election_server server;	/* what the connected server is */
 	bool		 duplicate_id;	/* another contender has our id */
 	uint64_t	 slow_rtt_ms;	/* BAR_SLOW_ZOOKEEPER: the round trip */
+	uint64_t	 tick_bound_ms;	/* the lease's bound on tickTime */
+	enum election_tick_from tick_from;
+	int		 min_timeout_ms; /* the largest minSessionTimeout a
+					   server has given, 0 = none yet */
+	bool		 tick_understated; /* zookeeper.tick_time is below
+					   what the servers imply */
 };
 
 struct election {
@@ -261,7 +280,10 @@ struct election {
 					   last answer; 3 (with lease_naive) is the
 					   old agent */
 	bool		 lease_naive;	/* tests only: the old s + 2T/3 lease */
-	int		 tick_ms;	/* zookeeper.tick_time; 0 = assume T/2 */
+	int		 tick_ms;	/* zookeeper.tick_time; 0 = not stated */
+	int		 min_timeout_ms; /* the largest minSessionTimeout the
+					   servers gave (EV_SERVER), 0 = none:
+					   half of it bounds tickTime */
 	void		(*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg);
 	void		*uuid_arg;
 
@@ -364,6 +386,9 @@ struct election {
 	uint64_t	 parked_retry;	/* no claim node yet: look again then */
 	bool		 session_renewal; /* partitions: a leader's lease is
 					   extended by the session's renewal */
+	const struct lease_ring *session_ring; /* partitions: the session's
+					   renewals on this connection, which
+					   anchor every lease (NULL: none) */
 	uint64_t	 claim_watch_sent; /* when the claim's watch was last
 					   set, 0 = not set this session */
 	uint64_t	 self_watch_sent;  /* ... our node's */
@@ -432,6 +457,8 @@ const char *election_session_name(enum election_session s);
 const char *election_phase_name(enum election_phase p);
 const char *election_action_name(enum election_action_type t);
 const char *election_server_name(enum election_server s);
+/* "assumed", "tick_time" or "servers". */
+const char *election_tick_from_name(enum election_tick_from f);
 /* Why a candidate does not lead, in words; NULL for BAR_NONE. */
 const char *election_bar_name(enum election_bar b);
 /* The same for a report, with its figures (the slow round trip), in buf. */

@@ -16,6 +16,8 @@
  *  - the lease ends M = T/6 before the earlier of the two (clock rates, our
  *    own delays), and never more than 2T/3 after s.
  */
+#include <string.h>
+
 #include "lease.h"
 
 static uint64_t
@@ -82,4 +84,47 @@ lease_after_shrink(uint64_t last_answer_sent, uint64_t T_new, uint64_t tick)
 	if (!ls.ok || last_answer_sent == 0)
 		return 0;
 	return last_answer_sent + ls.T - ls.M;
+}
+
+void
+lease_ring_sent(struct lease_ring *r, uint64_t s)
+{
+	if (r->n > 0 && r->sent[r->n - 1] == s)
+		return;
+	if (r->n == LEASE_RING) {
+		memmove(&r->sent[0], &r->sent[1], (LEASE_RING - 1) *
+		    sizeof(r->sent[0]));
+		memmove(&r->acked[0], &r->acked[1], (LEASE_RING - 1) *
+		    sizeof(r->acked[0]));
+		r->n--;
+	}
+	r->acked[r->n] = 0;
+	r->sent[r->n++] = s;
+}
+
+bool
+lease_ring_acked(struct lease_ring *r, uint64_t s, uint64_t now)
+{
+	int i;
+
+	for (i = r->n - 1; i >= 0; i--)
+		if (r->sent[i] == s) {
+			if (r->acked[i] != 0)
+				return false;
+			r->acked[i] = now;
+			return true;
+		}
+	return false;
+}
+
+uint64_t
+lease_anchor(const struct lease_shape *ls, const struct lease_ring *r,
+    uint64_t s)
+{
+	int i;
+
+	for (i = r->n - 1; i >= 0; i--)
+		if (r->acked[i] != 0 && r->acked[i] + ls->R <= s)
+			return r->sent[i];
+	return 0;
 }

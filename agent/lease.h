@@ -28,6 +28,23 @@ struct lease_shape {
 	uint64_t	 fast;	/* ... until they are back under this */
 };
 
+/* The send times of a connection's requests, and when each was answered. */
+#define LEASE_RING	32
+struct lease_ring {
+	uint64_t	 sent[LEASE_RING];
+	uint64_t	 acked[LEASE_RING];	/* 0: not answered (yet) */
+	int		 n;
+};
+
+/* A request sent at s (the oldest falls out of a full ring). */
+void	lease_ring_sent(struct lease_ring *r, uint64_t s);
+/* The request sent at s was answered at now; false if it is not in the
+ * ring (sent on another connection) or was answered already. */
+bool	lease_ring_acked(struct lease_ring *r, uint64_t s, uint64_t now);
+/* The latest send of the ring answered at least R before s, or 0. */
+uint64_t lease_anchor(const struct lease_shape *ls, const struct lease_ring *r,
+	    uint64_t s);
+
 /* Fills ls for timeout T and tickTime bound tick (0 = unknown: T/2). */
 void	lease_shape(struct lease_shape *ls, uint64_t T, uint64_t tick);
 

@@ -15,6 +15,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -39,6 +43,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: zkelectd [-c FILE] [--check-config]\n"
+	    "       zkelectd --zookeeper SERVERS --path PATH [OPTIONS] [-- CMD [ARGS...]]\n"
 	    "\n"
 	    "Leader-election sidecar: joins a ZooKeeper election and tells the\n"
 	    "local app, over a Unix socket, whether it leads and under which epoch.\n"
@@ -49,7 +54,107 @@ usage(FILE *f)
 	    "  -V, --version       print the version and exit\n"
 	    "  -h, --help          print this help and exit\n"
 	    "\n"
-	    "Exit status: 0 clean stop, 1 configuration or usage error, 2 runtime error.\n");
+	    "Without a file, the configuration from flags (each sets the key named,\n"
+	    "with its checks and default; zkelect.yaml(5)):\n"
+	    "  --zookeeper SERVERS      zookeeper.servers (required)\n"
+	    "  --path PATH              election.path (required)\n"
+	    "  --id ID                  election.id\n"
+	    "  --value TEXT             election.value\n"
+	    "  --session-timeout D      zookeeper.session_timeout\n"
+	    "  --tick-time D            zookeeper.tick_time\n"
+	    "  --socket PATH            api.socket (default: a private directory,\n"
+	    "                           removed at exit)\n"
+	    "  --listen ADDR            api.listen\n"
+	    "  --log-level LEVEL        log.level\n"
+	    "  --log-format FORMAT      log.format\n"
+	    "  --run-exit restart|stop  notify.run_exit\n"
+	    "  --run-output log|inherit notify.run_output\n"
+	    "  -- CMD [ARGS...]         notify.run (CMD looked up in PATH)\n"
+	    "\n"
+	    "Exit status: 0 clean stop, 1 configuration or usage error, 2 runtime error;\n"
+	    "with run_exit: stop, the command's status (see zkelectd(8)).\n");
+}
+
+/* zkelectd's configuration flags and the keys they set. */
+static const struct {
+	const char	*flag;		/* "--" and getopt's name */
+	const char	*key;
+} agent_flag_keys[] = {
+	{ "--zookeeper", "zookeeper.servers" },
+	{ "--path", "election.path" },
+	{ "--id", "election.id" },
+	{ "--value", "election.value" },
+	{ "--session-timeout", "zookeeper.session_timeout" },
+	{ "--tick-time", "zookeeper.tick_time" },
+	{ "--socket", "api.socket" },
+	{ "--listen", "api.listen" },
+	{ "--log-level", "log.level" },
+	{ "--log-format", "log.format" },
+	{ "--run-exit", "notify.run_exit" },
+	{ "--run-output", "notify.run_output" },
+};
+#define AGENT_NFLAGS	(sizeof(agent_flag_keys) / sizeof(agent_flag_keys[0]))
+#define AGENT_FLAG_OPT	256	/* getopt's val of agent_flag_keys[i]: 256 + i */
+
+/*
+ * The configuration from zkelectd's flags (no file), with CMD (argv, may
+ * be NULL) as notify.run. Without --socket, the socket goes in a private
+ * directory made here (*dir, removed at exit). NULL, said, on an error.
+ */
+static struct config *
+agent_config_from_flags(struct config_flag *flags, int n, char **cmd,
+    char **dir)
+{
+	static char sock[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	bool have_zk = false, have_path = false, have_socket = false;
+	struct config *conf;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		have_zk |= strcmp(flags[i].key, "zookeeper.servers") == 0;
+		have_path |= strcmp(flags[i].key, "election.path") == 0;
+		have_socket |= strcmp(flags[i].key, "api.socket") == 0;
+	}
+	if (!have_zk || !have_path) {
+		fprintf(stderr, "zkelectd: without a configuration file, --zookeeper "
+		    "SERVERS and --path PATH are needed\n");
+		usage(stderr);
+		return NULL;
+	}
+	if (cmd != NULL) {
+		flags[n].flag = "the command after --";
+		flags[n].key = "notify.run";
+		flags[n].value = NULL;
+		flags[n++].argv = cmd;
+	}
+	if (!have_socket) {
+		/* Only this user may reach it: the directory is 0700. */
+		if (tmp == NULL || tmp[0] != '/')
+			tmp = "/tmp";
+		if (asprintf(dir, "%s/zkelectd.XXXXXX", tmp) == -1)
+			abort();
+		if (mkdtemp(*dir) == NULL) {
+			fprintf(stderr, "zkelectd: cannot make a directory for the "
+			    "API socket in %s: %s (give one with --socket)\n", tmp,
+			    strerror(errno));
+			free(*dir);
+			*dir = NULL;
+			return NULL;
+		}
+		snprintf(sock, sizeof(sock), "%s/api.sock", *dir);
+		flags[n].flag = "the private socket";
+		flags[n].key = "api.socket";
+		flags[n].value = sock;
+		flags[n++].argv = NULL;
+	}
+	conf = config_from_flags("zkelectd", flags, n, stderr);
+	if (conf == NULL && *dir != NULL) {
+		rmdir(*dir);
+		free(*dir);
+		*dir = NULL;
+	}
+	return conf;
 }
 
 /* A random (version 4) UUID, as Curator's protected mode uses. */
@@ -83,18 +188,23 @@ agent_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
  * (doc/design.md, "Architecture").
  */
 
-/* The election told us our role changed: log it once, tell the app. */
+/*
+ * A part's role changed (the single election's, or a partition's): count
+ * it, log it once (one line per gain or loss of a partition, with its
+ * epoch and why), and tell the app through notify.c, which acknowledges a
+ * loss once the app has heard.
+ */
 static void
-agent_notify(void *arg, const struct election_action *a)
+agent_notify(void *arg, struct part *pt, const struct election_action *a)
 {
 	struct agent *agent = arg;
-	struct election *e = &agent->election;
-
 	struct agent_stats *st = &agent->stats;
+	const char *why = election_reason_name(a->reason);
 	int i;
 
 	st->transitions++;
-	st->role_since = clock_now_ms();
+	if (pt->name == NULL)
+		st->role_since = clock_now_ms();
 	for (i = 0; i < AGENT_REASONS_MAX; i++) {
 		struct agent_transition_count *t = &st->by_reason[i];
 		if (t->reason == REASON_NONE) {
@@ -106,124 +216,94 @@ agent_notify(void *arg, const struct election_action *a)
 			break;
 		}
 	}
-	if (a->to == ELECTION_LEADER)
+	if (pt->name == NULL && a->to == ELECTION_LEADER)
 		log_info("role %s -> %s (%s, epoch %" PRIu64 " = 0x%" PRIx64 ")",
 		    election_role_name(a->from), election_role_name(a->to),
-		    election_reason_name(a->reason), e->epoch, e->epoch);
-	else
+		    why, pt->e.epoch, pt->e.epoch);
+	else if (pt->name == NULL)
 		log_info("role %s -> %s (%s)", election_role_name(a->from),
-		    election_role_name(a->to), election_reason_name(a->reason));
-	notify_transition(agent->notify, a);
-}
-
-/*
- * A partition's role changed (doc/design.md, "Partitions"): one line per
- * gain or loss with the partition, its epoch and why; the app is told
- * through notify.c, which acknowledges a loss once it has heard.
- */
-static void
-agent_notify_part(void *arg, struct part *pt, const struct election_action *a)
-{
-	struct agent *agent = arg;
-	const char *why = election_reason_name(a->reason);
-
-	agent->stats.transitions++;
-	if (a->to == ELECTION_LEADER)
+		    election_role_name(a->to), why);
+	else if (a->to == ELECTION_LEADER)
 		log_info("partition %s: gained (%s, epoch %" PRIu64 " = 0x%"
-		    PRIx64 ")", pt->name, why, pt->e->epoch, pt->e->epoch);
+		    PRIx64 ")", pt->name, why, pt->e.epoch, pt->e.epoch);
 	else if (a->from == ELECTION_LEADER)
 		log_info("partition %s: lost (%s -> %s, %s, epoch %" PRIu64 ")",
 		    pt->name, election_role_name(a->from),
-		    election_role_name(a->to), why, pt->e->spent_epoch);
+		    election_role_name(a->to), why, pt->e.spent_epoch);
 	else
 		log_debug("partition %s: role %s -> %s (%s)", pt->name,
 		    election_role_name(a->from), election_role_name(a->to),
 		    why);
-	notify_part_transition(agent->notify, pt, a);
+	notify_transition(agent->notify, pt, a);
 }
 
 /*
- * A partition's report changed (a newly reported leader runs
- * on_leader_change), or the member listing did (PT is NULL): wake long
- * polls on /v1/partitions, tell systemd.
+ * A part's report changed (pt; a newly reported leader runs
+ * on_leader_change), or the members or the assignment did (pt NULL): wake
+ * long polls, tell systemd when what it shows changed.
  */
 static void
-agent_parts_changed(void *arg, struct part *pt)
+agent_changed(void *arg, struct part *pt)
 {
 	struct agent *agent = arg;
-	char status[128];
-
-	if (pt != NULL)
-		notify_part_leader_seen(agent->notify, pt);
-	api_changed(agent->api);
-	snprintf(status, sizeof(status), "partitions: leading %d of %d (%d "
-	    "assigned), %d members", agent->members.owned, agent->nparts,
-	    agent->members.assigned, agent->members.count);
-	sdnotify_status(status);
-}
-
-/* The report changed: wake long polls, tell systemd. */
-static void
-agent_changed(void *arg)
-{
-	struct agent *agent = arg;
+	const struct fleet *f = &agent->fleet;
 	struct election_report r;
 	char status[512];
 
+	if (pt != NULL)
+		notify_leader_seen(agent->notify, pt);
 	api_changed(agent->api);
-	election_report(&agent->election, &r);
-	notify_leader_seen(agent->notify, &r);
-	if (r.role == ELECTION_LEADER)
-		snprintf(status, sizeof(status), "leader, epoch %" PRIu64
-		    ", %d candidate%s", r.epoch, r.candidates,
-		    r.candidates == 1 ? "" : "s");
-	else if (r.has_leader)
-		snprintf(status, sizeof(status), "%s; leader %s (epoch %" PRIu64
-		    "), %d candidate%s", election_role_name(r.role), r.leader_id,
-		    r.leader_epoch, r.candidates, r.candidates == 1 ? "" : "s");
-	else
-		snprintf(status, sizeof(status), "%s; no leader known; session %s",
-		    election_role_name(r.role), election_session_name(r.session));
-	sdnotify_status(status);
+	if (f->partitioned)
+		snprintf(status, sizeof(status), "partitions: leading %d of %d "
+		    "(%d assigned), %d members", f->view.owned, f->nparts,
+		    f->view.assigned, f->view.count);
+	else {
+		election_report(&f->parts[0].e, &r);
+		if (r.role == ELECTION_LEADER)
+			snprintf(status, sizeof(status), "leader, epoch %" PRIu64
+			    ", %d candidate%s", r.epoch, r.candidates,
+			    r.candidates == 1 ? "" : "s");
+		else if (r.has_leader)
+			snprintf(status, sizeof(status), "%s; leader %s (epoch %"
+			    PRIu64 "), %d candidate%s",
+			    election_role_name(r.role), r.leader_id,
+			    r.leader_epoch, r.candidates,
+			    r.candidates == 1 ? "" : "s");
+		else
+			snprintf(status, sizeof(status), "%s; no leader known; "
+			    "session %s", election_role_name(r.role),
+			    election_session_name(r.session));
+	}
+	if (strcmp(status, agent->sd_status) != 0) {
+		snprintf(agent->sd_status, sizeof(agent->sd_status), "%s",
+		    status);
+		sdnotify_status(status);
+	}
 }
 
 /* A resign, asked by the API or by on_leader_failure: resign. */
 static void
-agent_resign(void *arg, uint64_t hold_ms)
+agent_resign(void *arg, struct part *pt, uint64_t hold_ms)
 {
 	struct agent *agent = arg;
-	struct election_event ev;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_RESIGN;
-	ev.now = clock_now_ms();
-	ev.hold_ms = hold_ms;
-	zk_feed(agent->zk, &ev);
+	zk_resign(agent->zk, pt, hold_ms);
 }
 
 /* The app has been told of a loss: the election may let its node go. */
 static void
-agent_told(void *arg, uint64_t told)
+agent_told(void *arg, struct part *pt, uint64_t told)
 {
 	struct agent *agent = arg;
 
-	zk_notified(agent->zk, told);
-}
-
-static void
-agent_part_told(void *arg, struct part *pt, uint64_t told)
-{
-	struct agent *agent = arg;
-
-	zk_part_notified(agent->zk, pt, told);
+	zk_notified(agent->zk, pt, told);
 }
 
 /* T: the negotiated session timeout once known, else the requested one. */
 static uint32_t
 agent_session_timeout(const struct agent *agent)
 {
-	const struct election *e = agent->parts != NULL ?
-	    agent->parts[0].e : &agent->election;
+	const struct election *e = fleet_session(&agent->fleet);
 
 	if (e->timeout_ms > 0)
 		return (uint32_t)e->timeout_ms;
@@ -248,7 +328,7 @@ agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	watchdog_beat(agent->watchdog, t);
 	if (agent->sd_watchdog) {
 		/* While stopping, the interval set for the stop stays. */
-		if (agent->sd_watchdog_ms != t && !agent->election.stopping) {
+		if (agent->sd_watchdog_ms != t && !agent->stopping) {
 			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
 			agent->sd_watchdog_ms = t;
 		}
@@ -302,6 +382,10 @@ agent_reload_changes(const struct config *old, const struct config *new,
 		{ "notify.follower_signal", old->notify_follower_signal !=
 		    new->notify_follower_signal },
 		{ "notify.run", agent_argv_differ(old->notify_run, new->notify_run) },
+		{ "notify.run_exit", old->notify_run_exit_stop !=
+		    new->notify_run_exit_stop },
+		{ "notify.run_output", old->notify_run_inherit !=
+		    new->notify_run_inherit },
 		{ "log.level", old->log_level != new->log_level },
 		{ "log.format", old->log_format != new->log_format },
 		{ "api.allow_tcp_resign", old->api_tcp_resign != new->api_tcp_resign },
@@ -333,6 +417,11 @@ agent_reload(struct agent *agent)
 	size_t errlen = 0;
 	FILE *f;
 
+	if (old->file == NULL) {
+		log_info("reload: the configuration came from the command line; "
+		    "nothing to reload");
+		return;
+	}
 	sdnotify_reloading();
 	f = open_memstream(&errs, &errlen);
 	if (f == NULL) {
@@ -400,6 +489,8 @@ agent_reload(struct agent *agent)
 	SWAP(notify_leader_signal);
 	SWAP(notify_follower_signal);
 	SWAP(notify_run);
+	SWAP(notify_run_exit_stop);
+	SWAP(notify_run_inherit);
 	SWAP(log_level);
 	SWAP(log_format);
 	SWAP(api_tcp_resign);
@@ -460,39 +551,74 @@ agent_drain(struct agent *agent)
 	event_free(ev);
 }
 
+static void agent_stop(struct agent *);
+
 static void
 agent_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *agent = arg;
-	struct election_event ev;
-	uint64_t grace_ms;
-	struct timeval grace;
 
-	if (agent->election.stopping) {
+	if (agent->stopping) {
 		log_info("%s again: exiting now", strsignal((int)sig));
 		agent->stop_now = true;
 		event_base_loopexit(agent->base, NULL);
 		return;
 	}
 	log_info("%s: stopping", strsignal((int)sig));
+	/* run_exit: stop: 128 + the signal, as a shell says, unless the
+	 * command ran and its status comes (agent_run_exited). */
+	if (agent->conf->notify_run_exit_stop)
+		agent->exit_code = 128 + (int)sig;
+	agent_stop(agent);
+}
+
+/*
+ * notify.run_exit: stop (doc/design.md, "Hooks, signals and the
+ * supervised child"): the command ended. Its status becomes ours; if it
+ * ended by itself, the agent stops gracefully (the app told, then the
+ * release names the successor); if a loss of leadership stopped it, the
+ * agent stops with AGENT_EXIT_LOST.
+ */
+static void
+agent_run_exited(void *arg, int status, bool by_itself)
+{
+	struct agent *agent = arg;
+
+	if (!agent->conf->notify_run_exit_stop)
+		return;
+	agent->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+	    WEXITSTATUS(status);
+	if (agent->stopping)
+		return;		/* stopped by a signal: its status is ours */
+	if (!by_itself) {
+		agent->exit_code = AGENT_EXIT_LOST;
+		log_warnx("run_exit: stop: leadership ended while the command "
+		    "ran; stopping (exit status %d)", AGENT_EXIT_LOST);
+	} else
+		log_info("run_exit: stop: the command ended (exit status %d); "
+		    "stopping, handing over", agent->exit_code);
+	agent_stop(agent);
+}
+
+/* A graceful stop (rule 10): the app is told, then the node goes. */
+static void
+agent_stop(struct agent *agent)
+{
+	uint64_t grace_ms;
+	struct timeval grace;
+
 	log_debug("trace: stop at=%" PRIu64, clock_now_us());
 	sdnotify_stopping();
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_STOP;
-	ev.now = clock_now_ms();
-	if (agent->parts != NULL) {
-		agent->election.stopping = true;	/* a second signal exits */
-		zk_parts_stop(agent->zk);
-	} else
-		zk_feed(agent->zk, &ev);
+	agent->stopping = true;		/* a second signal exits */
+	zk_stop(agent->zk);
 	/*
 	 * Our node goes only once the app has been told (rule 10): give the
 	 * hooks their timeouts and kill grace and the child its deadline,
 	 * all now queued or running, and ZooKeeper time for the delete.
 	 */
 	grace_ms = STOP_GRACE_MS + notify_drain_ms(agent->notify, clock_now_ms());
-	if (agent->parts != NULL)
-		grace_ms += AGENT_PARTS_STOP_WAIT_MS;
+	if (agent->fleet.partitioned)
+		grace_ms += FLEET_STOP_WAIT_MS;
 	if (grace_ms > STOP_WAIT_MAX_MS)
 		grace_ms = STOP_WAIT_MAX_MS;
 	grace.tv_sec = (time_t)(grace_ms / 1000);
@@ -543,35 +669,58 @@ agent_reserve_fds(void)
 int
 main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
+	struct option longopts[5 + AGENT_NFLAGS] = {
 		{ "config",		required_argument,	NULL, 'c' },
 		{ "check-config",	no_argument,		NULL, 'n' },
 		{ "version",		no_argument,		NULL, 'V' },
 		{ "help",		no_argument,		NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
 	};
+	struct config_flag flags[AGENT_NFLAGS + 2];
+	char **cmd = NULL, *sockdir = NULL;
+	int nflags = 0;
+	size_t k;
 	struct agent agent;
 	/* What the modules report upward, wired here. */
 	const struct zk_cb zk_cb = {
 		.changed = agent_changed,
 		.notify = agent_notify,
-		.notify_part = agent_notify_part,
-		.parts_changed = agent_parts_changed,
 		.arg = &agent,
 	};
 	const struct notify_cb notify_cb = {
 		.resign = agent_resign,
 		.told = agent_told,
-		.part_told = agent_part_told,
+		.run_exited = agent_run_exited,
 		.arg = &agent,
 	};
 	const struct api_cb api_cb = { .resign = agent_resign, .arg = &agent };
 	const char *file = NULL;
 	bool check = false;
-	int ch;
+	int ch, i;
 
 	guard_set_title_area(argc, argv);	/* before getopt reorders argv */
-	while ((ch = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
+	for (k = 0; k < AGENT_NFLAGS; k++) {
+		longopts[4 + k].name = agent_flag_keys[k].flag + 2;
+		longopts[4 + k].has_arg = required_argument;
+		longopts[4 + k].val = AGENT_FLAG_OPT + (int)k;
+	}
+	/* "+": options stop at the first other word; a command follows --. */
+	while ((ch = getopt_long(argc, argv, "+c:Vh", longopts, NULL)) != -1) {
+		if (ch >= AGENT_FLAG_OPT) {
+			k = (size_t)(ch - AGENT_FLAG_OPT);
+			if (nflags == (int)AGENT_NFLAGS) {
+				/* One of them twice at least: the check says
+				 * which, up to here. */
+				fprintf(stderr, "zkelectd: %s: each flag may be "
+				    "given once\n", agent_flag_keys[k].flag);
+				usage(stderr);
+				return 1;
+			}
+			flags[nflags].flag = agent_flag_keys[k].flag;
+			flags[nflags].key = agent_flag_keys[k].key;
+			flags[nflags].value = optarg;
+			flags[nflags++].argv = NULL;
+			continue;
+		}
 		switch (ch) {
 		case 'c':
 			file = optarg;
@@ -590,10 +739,34 @@ main(int argc, char *argv[])
 			return 1;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "zkelectd: unexpected argument '%s'\n", argv[optind]);
+	if (optind != argc && nflags > 0 && optind > 1 &&
+	    strcmp(argv[optind - 1], "--") == 0)
+		cmd = &argv[optind];	/* notify.run, from the flags */
+	else if (optind != argc) {
+		fprintf(stderr, "zkelectd: unexpected argument '%s'%s\n",
+		    argv[optind], nflags > 0 ? " (a command goes after --)" : "");
 		usage(stderr);
 		return 1;
+	}
+	if (nflags > 0 && file != NULL) {
+		fprintf(stderr, "zkelectd: -c FILE and the configuration flags "
+		    "(%s, ...) exclude each other\n", flags[0].flag);
+		usage(stderr);
+		return 1;
+	}
+	memset(&agent, 0, sizeof(agent));
+	if (nflags > 0) {
+		agent.conf = agent_config_from_flags(flags, nflags, cmd, &sockdir);
+		if (agent.conf == NULL)
+			return 1;
+		if (check) {
+			printf("configuration OK\n");
+			config_free(agent.conf);
+			rmdir(sockdir);
+			free(sockdir);
+			return 0;
+		}
+		goto configured;
 	}
 	if (file == NULL) {
 		/* The same default as zkelectctl members. */
@@ -608,7 +781,6 @@ main(int argc, char *argv[])
 		}
 	}
 
-	memset(&agent, 0, sizeof(agent));
 	agent.conf = config_load(file, stderr);
 	if (agent.conf == NULL)
 		return 1;
@@ -617,6 +789,7 @@ main(int argc, char *argv[])
 		config_free(agent.conf);
 		return 0;
 	}
+configured:
 	log_init(agent.conf->log_level, agent.conf->log_format);
 	/* From here no line waits for stderr (a stalled journald, a pipe
 	 * nobody reads): the loop must never stand still in a write. */
@@ -635,16 +808,14 @@ main(int argc, char *argv[])
 	agent.started = clock_now_ms();
 	agent.stats.role_since = agent.started;
 
-	election_init(&agent.election, agent.conf->election_id,
-	    agent.conf->election_value, agent.conf->election_candidate);
-	agent.election.step_down = agent.conf->election_step_down;
-	agent.election.tick_ms = (int)agent.conf->zk_tick_ms;
-	agent.election.uuid_gen = agent_uuid;
+	fleet_init(&agent.fleet, agent.conf, agent_uuid, NULL);
 	/* Tests only (tests/chaos): the old lease, s + 2T/3 renewed every T/3. */
 	if (getenv("ZKELECT_TEST_LEGACY_LEASE") != NULL &&
 	    strcmp(getenv("ZKELECT_TEST_LEGACY_LEASE"), "1") == 0) {
-		agent.election.lease_naive = true;
-		agent.election.renew_div = 3;
+		for (i = 0; i < agent.fleet.nparts; i++) {
+			agent.fleet.parts[i].e.lease_naive = true;
+			agent.fleet.parts[i].e.renew_div = 3;
+		}
 		log_warnx("ZKELECT_TEST_LEGACY_LEASE=1: the old, unsafe lease (tests only)");
 	}
 
@@ -704,8 +875,12 @@ out:
 		event_free(agent.ev_watchdog);
 	event_free(agent.ev_stop_timeout);
 	event_base_free(agent.base);
-	election_free(&agent.election);
+	fleet_free(&agent.fleet);
 	config_free(agent.conf);
+	if (sockdir != NULL) {
+		rmdir(sockdir);	/* the socket in it is gone with api_close */
+		free(sockdir);
+	}
 	libevent_global_shutdown();
 	log_stop(LOG_EXIT_FLUSH_MS);
 	return agent.exit_code;

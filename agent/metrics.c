@@ -26,7 +26,7 @@ static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 static void
 metrics_partitions(const struct agent *agent, struct evbuffer *out)
 {
-	const struct agent_members *mb = &agent->members;
+	const struct fleet_view *mb = &agent->fleet.view;
 
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_partitions Partitions configured.\n"
@@ -43,7 +43,7 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "# TYPE zkelect_rebalance_seconds gauge\nzkelect_rebalance_seconds %.3f\n"
 	    "# HELP zkelect_members Live members, as last listed.\n"
 	    "# TYPE zkelect_members gauge\nzkelect_members %d\n",
-	    agent->nparts, mb->owned, mb->assigned, mb->ownership_changes,
+	    agent->fleet.nparts, mb->owned, mb->assigned, mb->ownership_changes,
 	    (double)mb->rebalance_ms / 1000.0, mb->count);
 }
 
@@ -55,10 +55,10 @@ metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
 	static const int codes[API_CODE_MAX] = API_CODES;
 	static const char *const accept_causes[API_ACCEPT_CAUSES] =
 	    API_ACCEPT_CAUSE_NAMES;
-	const struct election *e = &agent->election;
+	const struct election *e = &agent->fleet.parts[0].e;
 	/* With partitions, the session is the first partition's to report. */
-	const struct election *se = zk_session_election(agent);
-	enum election_role role = election_role_at(e, now), r;
+	const struct election *se = fleet_session(&agent->fleet);
+	enum election_role role = fleet_status_role(&agent->fleet, now), r;
 	enum election_session s;
 	const struct notify_stats *ns;
 	int ep, ci, i;
@@ -209,6 +209,6 @@ metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
 	    "did not take them in time.\n"
 	    "# TYPE zkelect_log_lines_dropped_total counter\n"
 	    "zkelect_log_lines_dropped_total %" PRIu64 "\n", log_dropped());
-	if (agent->parts != NULL)
+	if (agent->fleet.partitioned)
 		metrics_partitions(agent, out);
 }

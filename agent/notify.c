@@ -49,6 +49,15 @@
 
 extern char **environ;
 
+#define NOTIFY_KILL_GRACE_MS	2000	/* hook: SIGTERM -> SIGKILL */
+#define NOTIFY_KILL_MARGIN_MS	200	/* child: SIGKILL this long before the lease ends */
+#define NOTIFY_REAP_MS		2000	/* a guard told to kill is gone within this */
+#define NOTIFY_LINE_MAX		1024	/* output lines longer than this are split */
+#define NOTIFY_HOLD_MIN_MS	1000	/* on_leader_failure: resign: the first hold, */
+#define NOTIFY_HOLD_MAX_MS	300000	/* doubled on each failure in a row, up to this */
+
+extern char **environ;
+
 enum notify_step {
 	STEP_HOOK_LEADER,
 	STEP_HOOK_FOLLOWER,
@@ -64,14 +73,15 @@ struct notify_item {
 	uint64_t	 leader_epoch;	/* 0: no leader known */
 	char		*leader_value;	/* owned */
 	char		 reason[64];
-	uint64_t	 term;		/* which leadership term it belongs to */
+	uint64_t	 term;		/* which of its part's terms it is of */
 	char		**argv;		/* owned copy: a reload cannot change it */
-	struct part	*part;		/* partitions: whose change; else NULL */
-	bool		 ack;		/* partitions: acknowledge the loss */
-	uint64_t	 ack_told;	/* ... numbered this, once the hook ends */
+	struct part	*part;		/* whose change (the single election is
+					   part 0, unnamed) */
+	bool		 ack;		/* acknowledge the loss once it ends */
+	uint64_t	 ack_told;	/* ... numbered this */
 };
 
-/* A hook or the child, running under its guard. */
+/* A hook or a child, running under its guard. */
 struct notify_proc {
 	struct notify	*n;
 	struct guard	 g;		/* g.pid > 0 while it runs */
@@ -83,64 +93,59 @@ struct notify_proc {
 	size_t		 len;
 };
 
-/* notify.run: the single election's child, or one partition's. */
+/* One part's app side: its child (notify.run), its losses to acknowledge,
+ * the leader it last reported. The single election is part 0. */
 struct notify_child {
 	struct notify	*n;
-	struct part	*part;		/* partitions: whose; else NULL */
+	struct part	*part;
 	struct notify_proc p;
 	bool		 stopping;
 	uint64_t	 kill_at;
 	struct event	*timer;
-	/* partitions only */
 	uint64_t	 term;		/* bumped on each gain */
+	char		**run;		/* notify.run as of the gain: a reload
+					   changes it from the next term on */
 	bool		 start_owed;	/* start once the last one is reaped */
 	bool		 owe;		/* a loss to acknowledge once it is dead */
 	uint64_t	 owe_told;
 	bool		 seen_leader;	/* on_leader_change: the last reported */
+	bool		 seen_duplicate; /* warned of a duplicate id */
 	char		 seen_id[ELECTION_ID_MAX];
 	uint64_t	 seen_epoch;
+	unsigned	 failures;	/* on_leader failures in a row */
 };
 
 struct notify {
 	struct agent	*agent;
 	struct notify_cb cb;
-	struct notify_item q[NOTIFY_QUEUE_MAX];
-	int		 qhead, qlen;
-	uint64_t	 term;		/* bumped on each leadership gain */
+	/* hooks of every part, one at a time, in the order of the changes */
+	struct notify_item *q;
+	int		 qhead, qlen, qcap;
 
 	struct notify_proc hook;
 	int		 hook_stage;	/* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct event	*hook_timer;
 
-	struct notify_child child;	/* notify.run */
-	struct notify_child *pc;	/* partitions: one per partition */
-	int		 npc;
-
-	/* on_leader_change: the leader last reported to the app */
-	bool		 seen_leader;
-	bool		 seen_duplicate;	/* warned of a duplicate id */
-	char		 seen_id[ELECTION_ID_MAX];
-	uint64_t	 seen_epoch;
+	struct notify_child *c;		/* one per part */
+	int		 nc;
 
 	/* on_leader_failure: resign */
-	unsigned	 failures;	/* on_leader failures in a row */
 	uint64_t	 resign_hold_ms;
 	uint64_t	 resign_term;
+	struct part	*resign_part;
 	struct event	*ev_resign;
 
-	/* partitions: hooks queued, one at a time after the queue above */
-	struct notify_item *pq;
-	int		 pqhead, pqlen, pqcap;
+	/* notify.run_exit: stop: how the child ended, for main.c */
+	int		 run_status;
+	bool		 run_by_itself;
+	struct event	*ev_run_exited;
 
-	bool		 owe_notified;	/* EV_NOTIFIED once all is done */
-	uint64_t	 owe_told;	/* ... acknowledging losses up to this */
 	struct event	*ev_sigchld;
 	struct notify_stats stats;
 };
 
 static void	notify_progress(struct notify *);
 
-static void	notify_part_done(struct notify *, const struct notify_item *);
 /* The name a step's process goes by in the log. */
 static const char *
 notify_source(enum notify_step s)
@@ -242,15 +247,19 @@ notify_argv_part(char *const *argv, const char *name)
 }
 
 static void
-notify_item_free(struct notify_item *it)
+notify_argv_free(char **argv)
 {
 	size_t i;
 
-	if (it->argv != NULL) {
-		for (i = 0; it->argv[i] != NULL; i++)
-			free(it->argv[i]);
-		free(it->argv);
-	}
+	for (i = 0; argv != NULL && argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+static void
+notify_item_free(struct notify_item *it)
+{
+	notify_argv_free(it->argv);
 	free(it->leader_value);
 	it->argv = NULL;
 	it->leader_value = NULL;
@@ -283,7 +292,7 @@ notify_env(struct notify *n, const struct notify_item *it)
 
 	while (environ[count] != NULL)
 		count++;
-	env = calloc(count + 9, sizeof(*env));
+	env = calloc(count + 10, sizeof(*env));
 	if (env == NULL)
 		abort();
 	for (i = 0; i < count; i++)
@@ -301,9 +310,10 @@ notify_env(struct notify *n, const struct notify_item *it)
 	    asprintf(&env[k++], "ZKELECT_LEADER_EPOCH=")) < 0 ||
 	    asprintf(&env[k++], "ZKELECT_LEADER_VALUE=%s",
 	    it->leader_value != NULL ? it->leader_value : "") < 0 ||
-	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0)
+	    asprintf(&env[k++], "ZKELECT_PATH=%s", conf->election_path) < 0 ||
+	    asprintf(&env[k++], "ZKELECT_SOCKET=%s", conf->api_socket) < 0)
 		abort();
-	if (it->part != NULL &&
+	if (it->part != NULL && it->part->name != NULL &&
 	    asprintf(&env[k++], "ZKELECT_PARTITION=%s", it->part->name) < 0)
 		abort();
 	env[k] = NULL;
@@ -415,99 +425,102 @@ fail:
 	n->stats.signal_failures++;
 }
 
-/* Queues STEP; it runs a copy of ARGV (NULL: START_CHILD's run). */
+/* --- the queue of hooks --- */
+
+/* A new item at the queue's end, zeroed. */
+static struct notify_item *
+notify_push(struct notify *n)
+{
+	struct notify_item *it, *grown;
+	int i;
+
+	if (n->qlen == n->qcap) {
+		grown = calloc((size_t)(n->qcap == 0 ? 16 : n->qcap * 2),
+		    sizeof(*grown));
+		if (grown == NULL)
+			abort();
+		for (i = 0; i < n->qlen; i++)
+			grown[i] = n->q[(n->qhead + i) % n->qcap];
+		free(n->q);
+		n->q = grown;
+		n->qhead = 0;
+		n->qcap = n->qcap == 0 ? 16 : n->qcap * 2;
+	}
+	it = &n->q[(n->qhead + n->qlen++) % n->qcap];
+	memset(it, 0, sizeof(*it));
+	return it;
+}
+
+/* ARGV for part pt: with partitions, each "{partition}" replaced by its
+ * name; else as written. */
+static char **
+notify_argv_for(char *const *argv, const struct part *pt)
+{
+	return pt->name != NULL ? notify_argv_part(argv, pt->name) :
+	    notify_argv_dup(argv);
+}
+
+/* An item of pt announcing ROLE with the leader of report r (ours while
+ * we lead). */
 static void
-notify_push(struct notify *n, enum notify_step step, enum election_role role,
-    const char *reason, char *const *argv, const struct election_report *r)
+notify_item_fill(struct notify *n, struct notify_item *it, struct part *pt,
+    enum notify_step step, enum election_role role, const char *reason,
+    char *const *argv)
 {
 	const struct config *conf = n->agent->conf;
-	struct election_report own;
-	struct notify_item *it;
+	struct election_report r;
 
-	if (n->qlen == NOTIFY_QUEUE_MAX) {
-		/* Cannot happen with the cancellation below; say so if it does. */
-		log_error("notify: queue full; dropping %s", notify_label(step));
-		return;
-	}
-	if (r == NULL) {
-		election_report(&n->agent->election, &own);
-		r = &own;
-	}
-	it = &n->q[(n->qhead + n->qlen++) % NOTIFY_QUEUE_MAX];
-	memset(it, 0, sizeof(*it));
 	it->step = step;
 	it->role = role;
-	it->term = n->term;
-	it->argv = notify_argv_dup(argv);
+	it->term = n->c[pt->idx].term;
+	it->argv = notify_argv_for(argv, pt);
+	it->part = pt;
 	snprintf(it->reason, sizeof(it->reason), "%s", reason);
 	if (role == ELECTION_LEADER) {
-		it->epoch = n->agent->election.epoch;
+		it->epoch = pt->e.epoch;
 		snprintf(it->leader_id, sizeof(it->leader_id), "%s",
 		    conf->election_id);
 		it->leader_epoch = it->epoch;
 		if (conf->election_value != NULL &&
 		    (it->leader_value = strdup(conf->election_value)) == NULL)
 			abort();
-	} else if (r->has_leader) {
-		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r->leader_id);
-		it->leader_epoch = r->leader_epoch;
-		if (r->has_value &&
-		    (it->leader_value = strdup(r->leader_value)) == NULL)
+		return;
+	}
+	election_report(&pt->e, &r);
+	if (r.has_leader) {
+		snprintf(it->leader_id, sizeof(it->leader_id), "%s",
+		    r.leader_id);
+		it->leader_epoch = r.leader_epoch;
+		if (r.has_value &&
+		    (it->leader_value = strdup(r.leader_value)) == NULL)
 			abort();
 	}
 }
 
-/* Drops queued steps for which KEEP is false; returns how many went. */
-static int
-notify_drop(struct notify *n, bool (*keep)(const struct notify_item *, uint64_t),
-    uint64_t arg, bool *dropped_leader)
+/* Drops pt's queued, not started, items of STEP (and of term, unless 0);
+ * true if one went. */
+static bool
+notify_drop(struct notify *n, const struct part *pt, enum notify_step step,
+    uint64_t term)
 {
-	struct notify_item kept[NOTIFY_QUEUE_MAX];
-	int i, k = 0, gone = 0;
+	struct notify_item *it;
+	bool gone = false;
+	int i, k = 0;
 
 	for (i = 0; i < n->qlen; i++) {
-		struct notify_item *it = &n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX];
-
-		if (keep(it, arg)) {
-			kept[k++] = *it;
-			continue;
-		}
-		if (it->step != STEP_HOOK_CHANGE)
-			log_info("notify: skipping %s of a term already over",
-			    notify_label(it->step));
-		if (it->step == STEP_HOOK_LEADER && dropped_leader != NULL)
-			*dropped_leader = true;
-		notify_item_free(it);
-		gone++;
+		it = &n->q[(n->qhead + i) % n->qcap];
+		if (it->part == pt && it->step == step &&
+		    (term == 0 || it->term == term)) {
+			if (step != STEP_HOOK_CHANGE)
+				log_info("notify: skipping %s of a term already "
+				    "over", notify_label(step));
+			notify_item_free(it);
+			gone = true;
+		} else
+			n->q[(n->qhead + k++) % n->qcap] = *it;
 	}
-	memcpy(n->q, kept, sizeof(kept[0]) * (size_t)k);
-	n->qhead = 0;
 	n->qlen = k;
 	return gone;
-}
-
-static bool
-notify_keep_other_terms(const struct notify_item *it, uint64_t term)
-{
-	return it->term != term ||
-	    (it->step != STEP_HOOK_LEADER && it->step != STEP_START_CHILD);
-}
-
-static bool
-notify_keep_not_change(const struct notify_item *it, uint64_t unused)
-{
-	return it->step != STEP_HOOK_CHANGE;
-}
-
-/* Drops queued, not yet started, steps of the given term; true when its
- * on_leader hook was among them (the app never heard of the term). */
-static bool
-notify_cancel_term(struct notify *n, uint64_t term)
-{
-	bool dropped = false;
-
-	notify_drop(n, notify_keep_other_terms, term, &dropped);
-	return dropped;
 }
 
 /* --- the processes: output, report, start, end --- */
@@ -556,8 +569,8 @@ notify_proc_report(struct notify_proc *p)
 	if (p->it.step == STEP_START_CHILD)
 		log_info("notify: child %s started (pid %d, epoch %" PRIu64
 		    "%s%s)", p->it.argv[0], (int)pid, p->it.epoch,
-		    p->it.part != NULL ? ", partition " : "",
-		    p->it.part != NULL ? p->it.part->name : "");
+		    p->it.part->name != NULL ? ", partition " : "",
+		    p->it.part->name != NULL ? p->it.part->name : "");
 	else if (p->it.step == STEP_HOOK_CHANGE)
 		log_info("notify: %s %s started (pid %d, leader %s, epoch %"
 		    PRIu64 ")", notify_label(p->it.step), p->it.argv[0],
@@ -624,7 +637,9 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	int rc;
 
 	env = notify_env(n, it);
-	rc = guard_spawn(&p->g, it->argv, env, GUARD_CAPTURE);
+	/* notify.run_output: inherit: the child writes where we do. */
+	rc = guard_spawn(&p->g, it->argv, env, it->step == STEP_START_CHILD &&
+	    n->agent->conf->notify_run_inherit ? 0 : GUARD_CAPTURE);
 	notify_env_free(env);
 	if (rc == -1) {
 		log_warn("notify: %s: cannot start %s", notify_label(it->step),
@@ -638,8 +653,8 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	p->cmd = 0;
 	p->len = 0;
 	p->started = clock_now_ms();
-	p->ev_out = event_new(n->agent->base, p->g.out, EV_READ | EV_PERSIST,
-	    notify_out_cb, p);
+	p->ev_out = p->g.out == -1 ? NULL : event_new(n->agent->base, p->g.out,
+	    EV_READ | EV_PERSIST, notify_out_cb, p);
 	p->ev_ctl = event_new(n->agent->base, p->g.ctl, EV_READ | EV_PERSIST,
 	    notify_ctl_cb, p);
 	/*
@@ -651,7 +666,7 @@ notify_proc_start(struct notify *n, struct notify_proc *p,
 	 */
 	if (p->ev_ctl != NULL)
 		event_add(p->ev_ctl, NULL);
-	else
+	else if (p->ev_out != NULL)
 		event_add(p->ev_out, NULL);
 	return 0;
 }
@@ -682,11 +697,12 @@ static void
 notify_resign_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct notify *n = arg;
+	struct part *pt = n->resign_part;
 
-	if (n->resign_term != n->term ||
-	    n->agent->election.role != ELECTION_LEADER)
+	if (pt == NULL || n->resign_term != n->c[pt->idx].term ||
+	    pt->e.role != ELECTION_LEADER)
 		return;		/* that term is over anyway */
-	n->cb.resign(n->cb.arg, n->resign_hold_ms);
+	n->cb.resign(n->cb.arg, pt, n->resign_hold_ms);
 }
 
 /*
@@ -697,19 +713,20 @@ notify_resign_cb(evutil_socket_t fd, short what, void *arg)
 static void
 notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 {
-	const struct election *e = &n->agent->election;
+	struct notify_child *c = &n->c[it->part->idx];
+	const struct election *e = &it->part->e;
 	uint64_t hold = NOTIFY_HOLD_MIN_MS;
 	unsigned i;
 
 	if (ok) {
-		n->failures = 0;
+		c->failures = 0;
 		return;
 	}
-	if (!n->agent->conf->notify_resign_on_failure || it->term != n->term ||
+	if (!n->agent->conf->notify_resign_on_failure || it->term != c->term ||
 	    e->role != ELECTION_LEADER || e->stopping)
 		return;
-	n->failures++;
-	for (i = 1; i < n->failures && hold < NOTIFY_HOLD_MAX_MS; i++)
+	c->failures++;
+	for (i = 1; i < c->failures && hold < NOTIFY_HOLD_MAX_MS; i++)
 		hold *= 2;
 	if (hold > NOTIFY_HOLD_MAX_MS)
 		hold = NOTIFY_HOLD_MAX_MS;
@@ -717,8 +734,18 @@ notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 	    hold / 1000);
 	n->resign_hold_ms = hold;
 	n->resign_term = it->term;
+	n->resign_part = it->part;
 	/* Not from inside the reaping: from the loop, right after. */
 	event_active(n->ev_resign, EV_TIMEOUT, 0);
+}
+
+/* notify.run_exit: stop: tells main.c how the child ended. */
+static void
+notify_run_exited_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct notify *n = arg;
+
+	n->cb.run_exited(n->cb.arg, n->run_status, n->run_by_itself);
 }
 
 /* --- the child --- */
@@ -730,12 +757,6 @@ notify_leader_hook_done(struct notify *n, const struct notify_item *it, bool ok)
  * until shortly before the deadline. After any other loss a successor may
  * lead already, and the child is killed at once.
  */
-static bool
-notify_node_may_stand(const struct election_action *a)
-{
-	return a->node_stands;
-}
-
 static void
 notify_child_stop(struct notify_child *c, uint64_t deadline, bool at_once,
     const char *why)
@@ -746,7 +767,7 @@ notify_child_stop(struct notify_child *c, uint64_t deadline, bool at_once,
 
 	if (c->p.g.pid <= 0 || (c->stopping && !at_once))
 		return;
-	if (c->part != NULL)
+	if (c->part->name != NULL)
 		snprintf(in, sizeof(in), " of partition %s", c->part->name);
 	if (at_once) {
 		if (c->stopping && c->kill_at <= now)
@@ -792,43 +813,20 @@ notify_child_timer_cb(evutil_socket_t fd, short what, void *arg)
 	if (c->p.g.pid > 0) {
 		log_warnx("notify: child %d%s%s still running at its deadline; "
 		    "SIGKILL to its process tree", notify_proc_pid(&c->p),
-		    c->part != NULL ? " of partition " : "",
-		    c->part != NULL ? c->part->name : "");
+		    c->part->name != NULL ? " of partition " : "",
+		    c->part->name != NULL ? c->part->name : "");
 		guard_kill(&c->p.g);
 	}
 }
 
-/* --- partitions: a child per partition --- */
-
-/* The child slot of partition PT, made on first use. */
-static struct notify_child *
-notify_pc(struct notify *n, struct part *pt)
-{
-	struct agent *agent = n->agent;
-	int i;
-
-	if (n->pc == NULL) {
-		n->npc = agent->nparts;
-		if ((n->pc = calloc((size_t)n->npc, sizeof(*n->pc))) == NULL)
-			abort();
-		for (i = 0; i < n->npc; i++) {
-			n->pc[i].n = n;
-			n->pc[i].part = &agent->parts[i];
-			n->pc[i].timer = evtimer_new(agent->base,
-			    notify_child_timer_cb, &n->pc[i]);
-		}
-	}
-	return &n->pc[pt - agent->parts];
-}
-
 /*
- * A loss of C's partition is acknowledged (EV_NOTIFIED to its election)
- * once its child is dead and its hooks that tell of the loss have ended,
- * so that the partition's node goes only after the app has heard (rule
- * 10). Other partitions' children do not count.
+ * A loss of C's part is acknowledged (EV_NOTIFIED to its election) once
+ * its child is dead and its hooks that tell of the loss have ended, so
+ * that its node goes only after the app has heard (rule 10). Other parts'
+ * children do not count.
  */
 static void
-notify_part_settle(struct notify *n, struct notify_child *c)
+notify_settle(struct notify *n, struct notify_child *c)
 {
 	int i;
 
@@ -836,26 +834,24 @@ notify_part_settle(struct notify *n, struct notify_child *c)
 		return;
 	if (n->hook.g.pid > 0 && n->hook.it.part == c->part && n->hook.it.ack)
 		return;
-	for (i = 0; i < n->pqlen; i++) {
-		const struct notify_item *it = &n->pq[(n->pqhead + i) % n->pqcap];
+	for (i = 0; i < n->qlen; i++) {
+		const struct notify_item *it = &n->q[(n->qhead + i) % n->qcap];
 
 		if (it->part == c->part && it->ack)
 			return;
 	}
 	c->owe = false;
-	n->cb.part_told(n->cb.arg, c->part, c->owe_told);
+	n->cb.told(n->cb.arg, c->part, c->owe_told);
 }
 
-/* Starts C's child for the partition's current term, once the last one is
- * gone (notify.run, "{partition}" replaced by the name). */
+/* Starts C's child for its part's current term, once the last one is gone
+ * (notify.run; with partitions, "{partition}" replaced by the name). */
 static void
-notify_part_child_start(struct notify *n, struct notify_child *c)
+notify_child_start(struct notify *n, struct notify_child *c)
 {
-	const struct config *conf = n->agent->conf;
-	struct part *pt = c->part;
 	struct notify_item it;
 
-	if (conf->notify_run == NULL || pt->e->role != ELECTION_LEADER)
+	if (c->run == NULL || c->part->e.role != ELECTION_LEADER)
 		return;
 	if (c->p.g.pid > 0) {
 		c->start_owed = true;
@@ -863,55 +859,56 @@ notify_part_child_start(struct notify *n, struct notify_child *c)
 	}
 	c->start_owed = false;
 	memset(&it, 0, sizeof(it));
-	it.step = STEP_START_CHILD;
-	it.role = ELECTION_LEADER;
-	it.term = c->term;
-	it.part = pt;
-	it.epoch = pt->e->epoch;
-	it.leader_epoch = it.epoch;
-	snprintf(it.leader_id, sizeof(it.leader_id), "%s", conf->election_id);
-	snprintf(it.reason, sizeof(it.reason), "gained");
-	if (conf->election_value != NULL &&
-	    (it.leader_value = strdup(conf->election_value)) == NULL)
-		abort();
-	it.argv = notify_argv_part(conf->notify_run, pt->name);
+	notify_item_fill(n, &it, c->part, STEP_START_CHILD, ELECTION_LEADER,
+	    "gained", c->run);
 	if (notify_proc_start(n, &c->p, &it) == 0) {
 		c->stopping = false;
 		n->stats.child_starts++;
 	}
 }
 
-/* A partition's hook is over (or could not start): after its on_leader
- * of the current term the child starts; a loss may be acknowledged. */
+/* A hook is over (or could not start): after its part's on_leader of the
+ * current term the child starts; a loss may be acknowledged. */
 static void
-notify_part_done(struct notify *n, const struct notify_item *it)
+notify_hook_done(struct notify *n, const struct notify_item *it, bool ok)
 {
-	struct notify_child *c;
+	struct notify_child *c = &n->c[it->part->idx];
 
-	if (it->part == NULL)
-		return;
-	c = notify_pc(n, it->part);
-	if (it->step == STEP_HOOK_LEADER && it->term == c->term)
-		notify_part_child_start(n, c);
-	notify_part_settle(n, c);
+	if (it->step == STEP_HOOK_LEADER) {
+		notify_leader_hook_done(n, it, ok);
+		if (it->term == c->term)
+			notify_child_start(n, c);
+	}
+	notify_settle(n, c);
 }
 
-/* A partition's child's guard was reaped. */
+/* A child's guard was reaped. */
 static void
-notify_part_child_reaped(struct notify *n, struct notify_child *c,
+notify_child_reaped(struct notify *n, struct notify_child *c, int status,
     const char *how)
 {
+	const struct config *conf = n->agent->conf;
+	bool by_itself = !c->stopping;
+
 	notify_proc_finish(&c->p);
-	(c->stopping ? log_info : log_warnx)("notify: child %d of partition "
-	    "%s %s%s", notify_proc_pid(&c->p), c->part->name, how,
-	    c->stopping ? "" : " while leading; it is started again when the "
-	    "partition is next gained");
+	(c->stopping || conf->notify_run_exit_stop ? log_info : log_warnx)(
+	    "notify: child %d%s%s %s%s", notify_proc_pid(&c->p),
+	    c->part->name != NULL ? " of partition " : "",
+	    c->part->name != NULL ? c->part->name : "", how, c->stopping ? "" :
+	    conf->notify_run_exit_stop ? " while leading (run_exit: stop)" :
+	    " while leading; it is started again on the next term");
 	notify_item_free(&c->p.it);
 	evtimer_del(c->timer);
 	c->stopping = false;
+	if (conf->notify_run_exit_stop && n->cb.run_exited != NULL) {
+		/* Not from inside the reaping: from the loop. */
+		n->run_status = status;
+		n->run_by_itself = by_itself;
+		event_active(n->ev_run_exited, EV_TIMEOUT, 0);
+	}
 	if (c->start_owed)
-		notify_part_child_start(n, c);
-	notify_part_settle(n, c);
+		notify_child_start(n, c);
+	notify_settle(n, c);
 }
 
 /* --- hooks --- */
@@ -941,7 +938,7 @@ notify_hook_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Starts the next queued step if nothing runs; settles EV_NOTIFIED. */
+/* Starts the next queued hook if none runs. */
 static void
 notify_progress(struct notify *n)
 {
@@ -951,28 +948,12 @@ notify_progress(struct notify *n)
 
 	while (n->hook.g.pid <= 0 && n->qlen > 0) {
 		it = n->q[n->qhead];
-		if (it.step == STEP_START_CHILD && n->child.p.g.pid > 0 &&
-		    it.term == n->term &&
-		    n->agent->election.role == ELECTION_LEADER)
-			break;	/* the last term's child is still going: wait */
-		n->qhead = (n->qhead + 1) % NOTIFY_QUEUE_MAX;
+		n->qhead = (n->qhead + 1) % n->qcap;
 		n->qlen--;
-		if (it.step == STEP_START_CHILD) {
-			if (it.term != n->term ||
-			    n->agent->election.role != ELECTION_LEADER) {
-				notify_item_free(&it);
-				continue;
-			}
-			if (notify_proc_start(n, &n->child.p, &it) == 0) {
-				n->child.stopping = false;
-				n->stats.child_starts++;
-			}
-			continue;
-		}
 		if (notify_proc_start(n, &n->hook, &it) == -1) {
 			n->stats.hook_failures++;
-			if (it.step == STEP_HOOK_LEADER)
-				notify_leader_hook_done(n, &it, false);
+			it.argv = NULL;		/* freed by notify_proc_start */
+			notify_hook_done(n, &it, false);
 			continue;
 		}
 		n->hook_stage = 0;
@@ -980,26 +961,6 @@ notify_progress(struct notify *n)
 		tv.tv_usec = (suseconds_t)(conf->notify_hook_timeout_ms % 1000) *
 		    1000;
 		evtimer_add(n->hook_timer, &tv);
-	}
-	while (n->hook.g.pid <= 0 && n->qlen == 0 && n->pqlen > 0) {
-		it = n->pq[n->pqhead];
-		n->pqhead = (n->pqhead + 1) % n->pqcap;
-		n->pqlen--;
-		if (notify_proc_start(n, &n->hook, &it) == -1) {
-			n->stats.hook_failures++;
-			notify_part_done(n, &it);
-			continue;
-		}
-		n->hook_stage = 0;
-		tv.tv_sec = (time_t)(conf->notify_hook_timeout_ms / 1000);
-		tv.tv_usec = (suseconds_t)(conf->notify_hook_timeout_ms % 1000) *
-		    1000;
-		evtimer_add(n->hook_timer, &tv);
-	}
-	if (n->owe_notified && n->hook.g.pid <= 0 && n->qlen == 0 &&
-	    n->child.p.g.pid <= 0) {
-		n->owe_notified = false;
-		n->cb.told(n->cb.arg, n->owe_told);
 	}
 }
 
@@ -1008,6 +969,7 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 {
 	uint64_t now = clock_now_ms(), took;
 	struct notify_proc *p;
+	struct notify_item it;
 	char how[64];
 	bool ok;
 	int i;
@@ -1026,27 +988,17 @@ notify_reaped(struct notify *n, pid_t pid, int status)
 		if (!ok)
 			n->stats.hook_failures++;
 		evtimer_del(n->hook_timer);
-		if (p->it.part != NULL)
-			notify_part_done(n, &p->it);
-		else if (p->it.step == STEP_HOOK_LEADER)
-			notify_leader_hook_done(n, &p->it, ok);
-		notify_item_free(&p->it);
-	} else if (n->child.p.g.pid > 0 && pid == n->child.p.g.pid) {
-		p = &n->child.p;
-		notify_proc_finish(p);
-		(n->child.stopping ? log_info : log_warnx)("notify: child %d %s%s",
-		    notify_proc_pid(p), how, n->child.stopping ? "" :
-		    " while leading; it is started again on the next term");
-		notify_item_free(&p->it);
-		evtimer_del(n->child.timer);
-		n->child.stopping = false;
-	} else {
-		for (i = 0; i < n->npc; i++)
-			if (n->pc[i].p.g.pid > 0 && pid == n->pc[i].p.g.pid) {
-				notify_part_child_reaped(n, &n->pc[i], how);
-				break;
-			}
+		it = p->it;
+		memset(&p->it, 0, sizeof(p->it));
+		notify_hook_done(n, &it, ok);
+		notify_item_free(&it);
+		return;
 	}
+	for (i = 0; i < n->nc; i++)
+		if (n->c[i].p.g.pid > 0 && pid == n->c[i].p.g.pid) {
+			notify_child_reaped(n, &n->c[i], status, how);
+			return;
+		}
 }
 
 static void
@@ -1061,78 +1013,109 @@ notify_sigchld_cb(evutil_socket_t sig, short what, void *arg)
 	notify_progress(n);
 }
 
-/* A role change: signals, hooks and the child (see notify.h). */
+/*
+ * A part's role changed: the signals; on_leader when a term starts,
+ * on_follower when one ends (not for a part this agent merely follows),
+ * with ZKELECT_PARTITION set for a partition. Hooks of every part run one
+ * at a time, in the order of the changes. Each part has its own child
+ * (notify.run): started after the gain's on_leader (at once without one),
+ * stopped on a loss (rules 1 and 10: the child now, not after queued
+ * hooks), whatever other parts' children do. If a term ends before its
+ * on_leader started, both are skipped (the app never heard of it). A loss
+ * is acknowledged once its hook has ended and its child is dead, so that
+ * the node goes only after the app has heard (rule 10).
+ */
 void
-notify_transition(struct notify *n, const struct election_action *a)
+notify_transition(struct notify *n, struct part *pt,
+    const struct election_action *a)
 {
 	const struct config *conf = n->agent->conf;
-	bool was_leader = a->from == ELECTION_LEADER;
+	struct notify_child *c = &n->c[pt->idx];
+	const char *why = election_reason_name(a->reason);
+	char *const *argv = NULL;
+	struct notify_item *it;
 
 	if (a->to == ELECTION_LEADER) {
-		n->term++;
+		c->term++;
+		c->start_owed = false;
+		notify_argv_free(c->run);
+		c->run = conf->notify_run != NULL ? notify_argv_dup(conf->notify_run) :
+		    NULL;
 		notify_signal_app(n, conf->notify_leader_signal);
-		if (conf->notify_on_leader != NULL)
-			notify_push(n, STEP_HOOK_LEADER, a->to,
-			    election_reason_name(a->reason),
-			    conf->notify_on_leader, NULL);
-		if (conf->notify_run != NULL)
-			notify_push(n, STEP_START_CHILD, a->to,
-			    election_reason_name(a->reason),
-			    conf->notify_run, NULL);
-	} else if (was_leader) {
-		/* Rule 1 and 10: the child stops now, not after queued hooks. */
-		notify_child_stop(&n->child, n->agent->election.lease_deadline,
-		    !notify_node_may_stand(a), election_reason_name(a->reason));
+		argv = conf->notify_on_leader;
+	} else if (a->from == ELECTION_LEADER) {
+		c->start_owed = false;
+		notify_child_stop(c, pt->e.lease_deadline, !a->node_stands, why);
 		notify_signal_app(n, conf->notify_follower_signal);
-		/* If on_leader of this term never started, the app never heard
-		 * of the term: skip both instead of telling it twice. */
-		if (!notify_cancel_term(n, n->term) &&
-		    conf->notify_on_follower != NULL)
-			notify_push(n, STEP_HOOK_FOLLOWER, a->to,
-			    election_reason_name(a->reason),
-			    conf->notify_on_follower, NULL);
+		if (!notify_drop(n, pt, STEP_HOOK_LEADER, c->term))
+			argv = conf->notify_on_follower;
 	}
 	if (a->wait) {
-		n->owe_notified = true;
-		if (a->told > n->owe_told)
-			n->owe_told = a->told;
+		c->owe = true;
+		if (a->told > c->owe_told)
+			c->owe_told = a->told;
 	}
+	if (argv == NULL) {
+		if (a->to == ELECTION_LEADER)
+			notify_child_start(n, c);
+		notify_settle(n, c);
+		notify_progress(n);
+		return;
+	}
+	it = notify_push(n);
+	notify_item_fill(n, it, pt, a->to == ELECTION_LEADER ?
+	    STEP_HOOK_LEADER : STEP_HOOK_FOLLOWER, a->to, why, argv);
+	it->ack = a->wait;
+	it->ack_told = a->told;
 	notify_progress(n);
 }
 
-/* Followers and observers: a new leader runs on_leader_change. */
+/*
+ * A part's report changed: when the leader it reports (by id and epoch) is
+ * new, on followers and observers on_leader_change runs (with
+ * ZKELECT_PARTITION for a partition); a change of the same part queued
+ * and not started yet is replaced.
+ */
 void
-notify_leader_seen(struct notify *n, const struct election_report *r)
+notify_leader_seen(struct notify *n, struct part *pt)
 {
 	const struct config *conf = n->agent->conf;
+	struct notify_child *c = &n->c[pt->idx];
+	struct election_report r;
+	enum election_role role;
 
-	if (r->duplicate_id && !n->seen_duplicate)
+	election_report(&pt->e, &r);
+	if (r.duplicate_id && !c->seen_duplicate)
 		log_warnx("election: another agent in %s uses this agent's "
 		    "election.id '%s' (%s); ids must be unique: both take part, "
 		    "but apps and operators cannot tell them apart (a restarted "
 		    "agent also sees its previous run until ZooKeeper expires "
-		    "that session)", conf->election_path, conf->election_id,
-		    r->role == ELECTION_LEADER ? "it is queued next" :
+		    "that session)", pt->path, conf->election_id,
+		    r.role == ELECTION_LEADER ? "it is queued next" :
 		    "it leads");
-	n->seen_duplicate = r->duplicate_id;
-	if (r->role != ELECTION_FOLLOWER && r->role != ELECTION_OBSERVER)
+	c->seen_duplicate = r.duplicate_id;
+	/* Followers and observers; a partition out of the queue, on a live
+	 * session, is followed (fleet_role). A partition's claim that names
+	 * us (a predecessor's release read while we were out of the queue)
+	 * is never told; in one election, a leader with our id is another
+	 * agent (election.c never reports our own claim). */
+	role = fleet_role(pt, clock_now_ms());
+	if ((role != ELECTION_FOLLOWER && role != ELECTION_OBSERVER) ||
+	    !r.has_leader || (pt->name != NULL &&
+	    strcmp(r.leader_id, conf->election_id) == 0))
 		return;
-	/* Our own last claim is never reported as the leader (election.c);
-	 * a leader with our id is another agent. */
-	if (!r->has_leader)
+	if (c->seen_leader && c->seen_epoch == r.leader_epoch &&
+	    strcmp(c->seen_id, r.leader_id) == 0)
 		return;
-	if (n->seen_leader && n->seen_epoch == r->leader_epoch &&
-	    strcmp(n->seen_id, r->leader_id) == 0)
-		return;
-	n->seen_leader = true;
-	n->seen_epoch = r->leader_epoch;
-	snprintf(n->seen_id, sizeof(n->seen_id), "%s", r->leader_id);
+	c->seen_leader = true;
+	c->seen_epoch = r.leader_epoch;
+	snprintf(c->seen_id, sizeof(c->seen_id), "%s", r.leader_id);
 	if (conf->notify_on_leader_change == NULL)
 		return;
 	/* Only the latest leader matters: an older one not yet told goes. */
-	notify_drop(n, notify_keep_not_change, 0, NULL);
-	notify_push(n, STEP_HOOK_CHANGE, r->role, "leader changed",
-	    conf->notify_on_leader_change, r);
+	notify_drop(n, pt, STEP_HOOK_CHANGE, 0);
+	notify_item_fill(n, notify_push(n), pt, STEP_HOOK_CHANGE, role,
+	    "leader changed", conf->notify_on_leader_change);
 	notify_progress(n);
 }
 
@@ -1146,7 +1129,6 @@ notify_add(uint64_t a, uint64_t b)
 uint64_t
 notify_drain_ms(const struct notify *n, uint64_t now)
 {
-	const struct election *e = &n->agent->election;
 	uint64_t per, t = 0;
 	int i;
 
@@ -1155,43 +1137,43 @@ notify_drain_ms(const struct notify *n, uint64_t now)
 	if (n->hook.g.pid > 0)
 		t = notify_add(t, per);
 	for (i = 0; i < n->qlen; i++)
-		if (n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX].step != STEP_START_CHILD)
-			t = notify_add(t, per);
-	for (i = 0; i < n->pqlen; i++)
 		t = notify_add(t, per);
-	for (i = 0; i < n->npc; i++) {
-		const struct notify_child *c = &n->pc[i];
+	/* Hooks and the children's stops run side by side; the sum bounds
+	 * both. */
+	for (i = 0; i < n->nc; i++) {
+		const struct notify_child *c = &n->c[i];
 
 		if (c->p.g.pid > 0)
 			t = notify_add(t, NOTIFY_REAP_MS + (c->stopping ?
 			    (c->kill_at > now ? c->kill_at - now : 0) :
-			    election_lease_remaining(c->part->e, now)));
+			    election_lease_remaining(&c->part->e, now)));
 	}
-	/* Hooks and the child's stop run side by side; the sum bounds both. */
-	if (n->child.p.g.pid > 0)
-		t = notify_add(t, NOTIFY_REAP_MS + (n->child.stopping ?
-		    (n->child.kill_at > now ? n->child.kill_at - now : 0) :
-		    election_lease_remaining(e, now)));
 	return t;
 }
 
-/* Sets up the queue, timers and SIGCHLD handling. */
+/* Sets up the queue, a child slot per part, timers and SIGCHLD handling. */
 struct notify *
 notify_open(struct agent *agent, const struct notify_cb *cb)
 {
 	struct notify *n = calloc(1, sizeof(*n));
+	int i;
 
 	if (n == NULL)
 		return NULL;
 	n->agent = agent;
 	n->cb = *cb;
-	n->hook.g.pid = 0;
-	n->child.p.g.pid = 0;
+	n->nc = agent->fleet.nparts;
+	if ((n->c = calloc((size_t)n->nc, sizeof(*n->c))) == NULL)
+		abort();
+	for (i = 0; i < n->nc; i++) {
+		n->c[i].n = n;
+		n->c[i].part = &agent->fleet.parts[i];
+		n->c[i].timer = evtimer_new(agent->base, notify_child_timer_cb,
+		    &n->c[i]);
+	}
 	n->hook_timer = evtimer_new(agent->base, notify_hook_timer_cb, n);
-	n->child.n = n;
-	n->child.timer = evtimer_new(agent->base, notify_child_timer_cb,
-	    &n->child);
 	n->ev_resign = evtimer_new(agent->base, notify_resign_cb, n);
+	n->ev_run_exited = evtimer_new(agent->base, notify_run_exited_cb, n);
 	n->ev_sigchld = evsignal_new(agent->base, SIGCHLD, notify_sigchld_cb, n);
 	evsignal_add(n->ev_sigchld, NULL);
 	return n;
@@ -1235,29 +1217,26 @@ notify_close(struct notify *n)
 		    notify_proc_pid(&n->hook));
 		notify_proc_kill_wait(&n->hook);
 	}
-	if (n->child.p.g.pid > 0) {
-		log_warnx("notify: child %d still running at exit; killing its "
-		    "process tree", notify_proc_pid(&n->child.p));
-		notify_proc_kill_wait(&n->child.p);
-	}
-	for (i = 0; i < n->npc; i++) {
-		if (n->pc[i].p.g.pid > 0) {
-			log_warnx("notify: child %d of partition %s still running "
-			    "at exit; killing its process tree",
-			    notify_proc_pid(&n->pc[i].p), n->pc[i].part->name);
-			notify_proc_kill_wait(&n->pc[i].p);
+	for (i = 0; i < n->nc; i++) {
+		if (n->c[i].p.g.pid > 0) {
+			log_warnx("notify: child %d%s%s still running at exit; "
+			    "killing its process tree",
+			    notify_proc_pid(&n->c[i].p),
+			    n->c[i].part->name != NULL ? " of partition " : "",
+			    n->c[i].part->name != NULL ? n->c[i].part->name :
+			    "");
+			notify_proc_kill_wait(&n->c[i].p);
 		}
-		event_free(n->pc[i].timer);
+		event_free(n->c[i].timer);
+		notify_argv_free(n->c[i].run);
 	}
-	free(n->pc);
+	free(n->c);
 	for (i = 0; i < n->qlen; i++)
-		notify_item_free(&n->q[(n->qhead + i) % NOTIFY_QUEUE_MAX]);
-	for (i = 0; i < n->pqlen; i++)
-		notify_item_free(&n->pq[(n->pqhead + i) % n->pqcap]);
-	free(n->pq);
+		notify_item_free(&n->q[(n->qhead + i) % n->qcap]);
+	free(n->q);
 	event_free(n->hook_timer);
-	event_free(n->child.timer);
 	event_free(n->ev_resign);
+	event_free(n->ev_run_exited);
 	event_free(n->ev_sigchld);
 	free(n);
 }
@@ -1269,162 +1248,14 @@ notify_get_stats(const struct notify *n)
 	return &n->stats;
 }
 
-/* True while a hook or the child runs, or a step is queued. */
+/* True while a hook or a child runs, or a hook is queued. */
 bool
 notify_busy(const struct notify *n)
 {
 	int i;
 
-	for (i = 0; i < n->npc; i++)
-		if (n->pc[i].p.g.pid > 0)
+	for (i = 0; i < n->nc; i++)
+		if (n->c[i].p.g.pid > 0)
 			return true;
-	return n->hook.g.pid > 0 || n->child.p.g.pid > 0 || n->qlen > 0 ||
-	    n->pqlen > 0;
-}
-
-/* Queues a partition's hook IT (copied) behind the others. */
-static struct notify_item *
-notify_part_push(struct notify *n)
-{
-	struct notify_item *it, *grown;
-	int i;
-
-	if (n->pqlen == n->pqcap) {
-		grown = calloc((size_t)(n->pqcap == 0 ? 16 : n->pqcap * 2),
-		    sizeof(*grown));
-		if (grown == NULL)
-			abort();
-		for (i = 0; i < n->pqlen; i++)
-			grown[i] = n->pq[(n->pqhead + i) % n->pqcap];
-		free(n->pq);
-		n->pq = grown;
-		n->pqhead = 0;
-		n->pqcap = n->pqcap == 0 ? 16 : n->pqcap * 2;
-	}
-	it = &n->pq[(n->pqhead + n->pqlen++) % n->pqcap];
-	memset(it, 0, sizeof(*it));
-	return it;
-}
-
-/*
- * A partition's role changed (doc/design.md, "Partitions"): the signals as
- * for one election; on_leader when it is gained, on_follower when it is
- * lost (not for partitions this agent merely follows), with
- * ZKELECT_PARTITION set. Hooks of every partition run one at a time, in
- * the order of the changes, after the single election's queue. Each
- * partition has its own child (notify.run): started after the gain's
- * on_leader (at once without one), stopped at once on a loss as in one
- * election, whatever other partitions' children do. A loss is
- * acknowledged once its hook has ended and its child is dead, so that the
- * partition's node goes only after the app has heard (rule 10).
- */
-void
-notify_part_transition(struct notify *n, struct part *pt,
-    const struct election_action *a)
-{
-	const struct config *conf = n->agent->conf;
-	struct notify_child *c = notify_pc(n, pt);
-	struct election_report r;
-	struct notify_item *it;
-	char *const *argv = NULL;
-
-	if (a->to == ELECTION_LEADER) {
-		c->term++;
-		c->start_owed = false;
-		notify_signal_app(n, conf->notify_leader_signal);
-		argv = conf->notify_on_leader;
-	} else if (a->from == ELECTION_LEADER) {
-		c->start_owed = false;
-		notify_child_stop(c, pt->e->lease_deadline, !a->node_stands,
-		    election_reason_name(a->reason));
-		notify_signal_app(n, conf->notify_follower_signal);
-		argv = conf->notify_on_follower;
-	}
-	if (a->wait) {
-		c->owe = true;
-		if (a->told > c->owe_told)
-			c->owe_told = a->told;
-	}
-	if (argv == NULL) {
-		if (a->to == ELECTION_LEADER)
-			notify_part_child_start(n, c);
-		notify_part_settle(n, c);
-		return;
-	}
-	it = notify_part_push(n);
-	it->step = a->to == ELECTION_LEADER ? STEP_HOOK_LEADER :
-	    STEP_HOOK_FOLLOWER;
-	it->role = a->to;
-	it->term = c->term;
-	it->argv = notify_argv_part(argv, pt->name);
-	it->part = pt;
-	it->ack = a->wait;
-	it->ack_told = a->told;
-	snprintf(it->reason, sizeof(it->reason), "%s",
-	    election_reason_name(a->reason));
-	election_report(pt->e, &r);
-	if (a->to == ELECTION_LEADER) {
-		it->epoch = pt->e->epoch;
-		snprintf(it->leader_id, sizeof(it->leader_id), "%s",
-		    conf->election_id);
-		it->leader_epoch = it->epoch;
-		if (conf->election_value != NULL &&
-		    (it->leader_value = strdup(conf->election_value)) == NULL)
-			abort();
-	} else if (r.has_leader) {
-		snprintf(it->leader_id, sizeof(it->leader_id), "%s", r.leader_id);
-		it->leader_epoch = r.leader_epoch;
-	}
-	notify_progress(n);
-}
-
-/*
- * A partition's report changed: when the leader it reports (by id and
- * epoch) is new and not us, on_leader_change runs with ZKELECT_PARTITION;
- * a change of the same partition queued and not started yet is replaced.
- */
-void
-notify_part_leader_seen(struct notify *n, struct part *pt)
-{
-	const struct config *conf = n->agent->conf;
-	struct notify_child *c = notify_pc(n, pt);
-	struct election_report r;
-	struct notify_item *it;
-	int i, k = 0;
-
-	election_report(pt->e, &r);
-	/* A claim that names us (a predecessor's release, read before our
-	 * term starts) is our own gain, told by on_leader. */
-	if (r.role == ELECTION_LEADER || !r.has_leader ||
-	    strcmp(r.leader_id, conf->election_id) == 0)
-		return;
-	if (c->seen_leader && c->seen_epoch == r.leader_epoch &&
-	    strcmp(c->seen_id, r.leader_id) == 0)
-		return;
-	c->seen_leader = true;
-	c->seen_epoch = r.leader_epoch;
-	snprintf(c->seen_id, sizeof(c->seen_id), "%s", r.leader_id);
-	if (conf->notify_on_leader_change == NULL)
-		return;
-	for (i = 0; i < n->pqlen; i++) {
-		it = &n->pq[(n->pqhead + i) % n->pqcap];
-		if (it->part == pt && it->step == STEP_HOOK_CHANGE)
-			notify_item_free(it);
-		else
-			n->pq[(n->pqhead + k++) % n->pqcap] = *it;
-	}
-	n->pqlen = k;
-	it = notify_part_push(n);
-	it->step = STEP_HOOK_CHANGE;
-	/* A partition we do not lead and whose leader we know is followed,
-	 * in the queue or out of it (every agent is a candidate). */
-	it->role = ELECTION_FOLLOWER;
-	it->argv = notify_argv_part(conf->notify_on_leader_change, pt->name);
-	it->part = pt;
-	snprintf(it->reason, sizeof(it->reason), "leader changed");
-	snprintf(it->leader_id, sizeof(it->leader_id), "%s", r.leader_id);
-	it->leader_epoch = r.leader_epoch;
-	if (r.has_value && (it->leader_value = strdup(r.leader_value)) == NULL)
-		abort();
-	notify_progress(n);
+	return n->hook.g.pid > 0 || n->qlen > 0;
 }

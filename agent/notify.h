@@ -9,7 +9,6 @@
 
 struct agent;
 struct election_action;
-struct election_report;
 struct notify;
 struct part;
 
@@ -24,46 +23,39 @@ struct notify_stats {
 
 /* What notify.c reports upward (main.c wires it). */
 struct notify_cb {
-	/* on_leader_failure: resign: hand the term over, stay out hold_ms. */
-	void	(*resign)(void *arg, uint64_t hold_ms);
-	/* The app has been told of the single election's losses up to told. */
-	void	(*told)(void *arg, uint64_t told);
-	/* The same for a partition's election. */
-	void	(*part_told)(void *arg, struct part *pt, uint64_t told);
+	/* on_leader_failure: resign: hand part pt's term over, stay out
+	 * hold_ms. */
+	void	(*resign)(void *arg, struct part *pt, uint64_t hold_ms);
+	/* The app has been told of part pt's losses up to told. */
+	void	(*told)(void *arg, struct part *pt, uint64_t told);
+	/* notify.run_exit: stop: the single election's command ended with
+	 * STATUS (waitpid's), by itself or stopped by the agent. */
+	void	(*run_exited)(void *arg, int status, bool by_itself);
 	void	*arg;
 };
 
 struct notify *notify_open(struct agent *agent, const struct notify_cb *cb);
 
-/* At exit: kills what still runs (hooks, the child, their process trees)
- * and reaps it. Call it before the session is closed. */
+/* At exit: kills what still runs (hooks, the children, their process
+ * trees) and reaps it. Call it before the session is closed. */
 void notify_close(struct notify *n);
 
 /*
- * A role change: queue hooks, send signals, start or stop the child. When
- * a->wait is set, the told callback follows once the app has been told
- * (hooks done, child dead).
+ * Part pt's role changed (the single election is part 0; doc/design.md,
+ * "Hooks, signals and the supervised child", "Partitions"): queue hooks,
+ * send signals, start or stop its child. When a->wait is set, the told
+ * callback follows once the app has been told (hooks done, child dead).
  */
-void notify_transition(struct notify *n, const struct election_action *a);
-
-/*
- * A partition's role changed (doc/design.md, "Partitions"). When a->wait
- * is set, the part_told callback follows once the app has been told.
- */
-void notify_part_transition(struct notify *n, struct part *pt,
+void notify_transition(struct notify *n, struct part *pt,
     const struct election_action *a);
 
-/* A partition's report changed: a newly reported leader runs
- * on_leader_change with ZKELECT_PARTITION. */
-void notify_part_leader_seen(struct notify *n, struct part *pt);
+/* Part pt's report changed: on followers and observers, a newly reported
+ * leader runs on_leader_change (with ZKELECT_PARTITION for a partition). */
+void notify_leader_seen(struct notify *n, struct part *pt);
 
 /* A copy of ARGV (to free as the hooks' copies are) with each
  * "{partition}" in an element replaced by NAME. */
 char **notify_argv_part(char *const *argv, const char *name);
-
-/* The report changed: on followers and observers, a newly reported leader
- * runs on_leader_change. */
-void notify_leader_seen(struct notify *n, const struct election_report *r);
 
 /* An upper bound of the time (ms) until what is queued or running now is
  * done, each hook given its timeout and kill grace, the child its deadline. */

@@ -30,9 +30,10 @@
 #include <zookeeper/zookeeper.h>
 
 #include "agent.h"
-#include "assign.h"
 #include "clock.h"
+#include "fleet.h"
 #include "log.h"
+#include "probe.h"
 #include "watchdog.h"
 #include "zk.h"
 #include "zkplan.h"
@@ -108,6 +109,7 @@ struct zk_msg {
 
 struct zk {
 	struct agent	*agent;
+	struct fleet	*fleet;		/* the session and its elections */
 	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
@@ -115,8 +117,6 @@ struct zk {
 	bool		 exiting;
 	uint64_t	 exit_by;	/* then leaves the loop anyway */
 	int		 exit_linger_ms;
-	char		*path;		/* election path */
-	char		*prefix;	/* path + "/_c_" */
 	struct ACL_vector acl;
 	struct ACL	 acl_entries[2];
 	struct ACL_vector *aclp;
@@ -132,73 +132,29 @@ struct zk {
 	uint64_t	 opened;	/* when the handle was opened */
 	struct event	*ev_nag;	/* "still not connected" */
 	uint64_t	 nag_since, nag_ms;
-	struct bufferevent *probe;	/* srvr to the server we are on */
+	struct probe	*probe;		/* what the server we are on is */
 	uint64_t	 connects;	/* CONNECTED events: which connection */
 	uint64_t	 probe_connect;	/* ... the probe asks about */
 	char		 probe_peer[NI_MAXHOST + NI_MAXSERV + 2];
 	bool		 probe_warned;	/* "cannot tell" said once */
+	bool		 probe_limits_warned; /* "cannot learn" said once */
+	char		 probe_why[256]; /* the last decision, said once */
+	int		 told_min_timeout; /* minSessionTimeout last logged */
 	int		 told_timeout;	/* negotiated timeout last logged */
 	bool		 told_short;	/* "below twice tick_time" said */
-	struct part	 single;	/* the one election (no partitions) */
-
-	/* partitions (doc/design.md, "Partitions") */
-	char		*parts_base;	/* election.path "/partitions/" */
-	char		*members_path;	/* election.path "/members" */
-	bool		 new_session_owed; /* a fan-out asked for one */
-	uint64_t	 last_kick_at;
-	int64_t		 member_session; /* the session our node is of */
-	char		 member_node[ELECTION_NAME_MAX]; /* "" = none known */
-	bool		 member_creating;
-	struct zk_member *members;
-	int		 nmembers;
-	uint64_t	 member_gen;	/* of the listing being read */
-	int		 member_reads;	/* data reads of it in flight */
-	bool		 parts_stopping;
-	bool		 assign_owed;	/* a partition's leader changed */
-	bool		 parts_stopped;	/* EV_STOP sent to every partition */
-	struct event	*ev_parts_stop;
-	/* the session's renewal: one for every partition we lead */
-	struct event	*ev_srenew;
-	bool		 srenew_inflight;
-	bool		 srenew_kicked;
-	uint64_t	 srenew_sent;
-	uint64_t	 srenew_next;
-	uint64_t	 srenewals;
-};
-
-/* A member node: "m-" and ten digits, its data the agent's id. */
-struct zk_member {
-	char		 name[ELECTION_NAME_MAX];
-	int64_t		 seq;
-	char		 id[ELECTION_ID_MAX];
-	bool		 known;		/* id read */
-	bool		 listed;	/* in the last listing */
 };
 
 
-static void	zk_log_trail(struct part *, const struct election *);
-static void	zk_perform(struct zk *, struct part *,
-		    const struct election_action *);
-static void	zk_feed_part(struct zk *, struct part *,
-		    struct election_event *);
-static void	zk_members_list(struct zk *);
-static void	zk_members_apply(struct zk *, struct zk_msg *);
-static void	zk_parts_check_stop(struct zk *);
-static struct part *zk_part_of_path(struct zk *, const char *);
-static void	zk_members_session(struct zk *, const struct election_event *);
-static void	zk_part_changed(struct zk *, struct part *);
-static const char *zk_part_leader(const struct part *);
-static void	zk_assign_owed(struct zk *);
+
+
 static void	zk_handle_open(struct zk *);
 static void	zk_schedule_tick(struct zk *);
-static void	zk_new_session_owed(struct zk *);
-static void	zk_srenew_answered(struct zk *, struct zk_msg *);
-static void	zk_srenew_schedule(struct zk *);
 static int	zk_resolve_servers(struct zk *, bool);
 static void	zk_nag_start(struct zk *);
 static void	zk_probe_start(struct zk *);
+static void	zk_run(struct zk *, const struct fleet_event *);
+static void	zk_perform(struct zk *, const struct fleet_actions *);
 
-/* A step of the graceful handover, for tests/bench/breakdown.py. */
 static void
 zk_trace(const char *step)
 {
@@ -542,7 +498,8 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 			m->zxid = stat->mzxid;
 			m->pzxid = stat->pzxid;
 			m->czxid = stat->czxid;
-			if (req->kind == ZK_PRED_SET)
+			if (req->kind == ZK_PRED_SET ||
+			    req->kind == ZK_MEMBER_DATA)
 				m->owner = stat->ephemeralOwner;
 		}
 	}
@@ -588,6 +545,16 @@ zk_msg_free(struct zk_msg *m)
 static enum election_session
 zk_session_of(int state)
 {
+	/*
+	 * ZOO_READONLY_STATE is not a read-only ZooKeeper here: the agent never
+	 * asks for read-only mode, and a read-only server refuses a client
+	 * that did not (ZooKeeperServer.processConnectRequest). The C client
+	 * takes any 41 bytes after the connect for the handshake's reply and
+	 * the last of them for the read-only flag, so the state means that
+	 * something other than ZooKeeper answered (an HTTP server, a proxy's
+	 * error page). It stays "not leading" (rule 12); zk_log_session says
+	 * what it means.
+	 */
 	if (state == ZOO_CONNECTED_STATE)
 		return SESSION_CONNECTED;
 	if (state == ZOO_EXPIRED_SESSION_STATE)
@@ -618,7 +585,17 @@ zk_log_session(struct zk *zk, enum election_session s, const struct zk_msg *m)
 		log_error("zookeeper: authentication failed (check zookeeper.auth)");
 		break;
 	case SESSION_READONLY:
-		log_warnx("zookeeper: connected to a read-only server; not leading");
+		/* Once per spell without ZooKeeper, as a lost connection: the
+		 * client goes on trying, and zk_nag says how long for. */
+		if (!zk->disconnected) {
+			zk->disconnected = true;
+			log_warnx("zookeeper: a server of %s does not answer as "
+			    "ZooKeeper does (its reply to the handshake reads as a "
+			    "read-only session, which this agent never asks for): "
+			    "is it a ZooKeeper client port? Not leading; retrying",
+			    zk->agent->conf->zk_servers);
+			zk_nag_start(zk);
+		}
 		break;
 	default:
 		if (!zk->disconnected) {
@@ -641,7 +618,7 @@ static void
 zk_log_timeout(struct zk *zk, int negotiated)
 {
 	const struct config *conf = zk->agent->conf;
-	const struct election *e = zk_session_election(zk->agent);
+	const struct election *e = fleet_session(zk->fleet);
 	int asked = (int)conf->zk_session_timeout_ms;
 
 	if (negotiated != zk->told_timeout) {
@@ -691,120 +668,127 @@ zk_check_persistent(struct zk *zk, const struct zk_msg *m)
 	log_warnx("election: %s/%s, ahead of this agent, is not ephemeral: "
 	    "no session owns it, it never leaves, and every candidate behind "
 	    "it waits until it is deleted", m->pt != NULL ? m->pt->path :
-	    zk->path, m->name);
+	    zk->fleet->parts[0].path, m->name);
 }
 
+/* The fleet event a message from the ZooKeeper thread is. */
 static void
 zk_apply(struct zk *zk, struct zk_msg *m)
 {
-	struct election_event ev;
+	struct fleet *f = zk->fleet;
+	struct fleet_event fev;
+	struct election_event *ev = &fev.ev;
 	struct part *pt = m->pt;
-	int i;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.gen = m->gen;
-	ev.now = clock_now_ms();
-	ev.rc = m->rc;
-	ev.failed_op = m->failed_op;
-	ev.name = m->name;
-	ev.data = m->data;
-	ev.datalen = m->datalen;
-	ev.names = m->names;
-	ev.count = m->count;
-	ev.zxid = m->zxid;
-	ev.pzxid = m->pzxid;
-	ev.czxid = m->czxid;
-	ev.owner = m->owner;
-	ev.deleted = m->type == ZOO_DELETED_EVENT;
+	memset(&fev, 0, sizeof(fev));
+	fev.part = -1;
+	ev->gen = m->gen;
+	ev->now = clock_now_ms();
+	ev->rc = m->rc;
+	ev->failed_op = m->failed_op;
+	ev->name = m->name;
+	ev->data = m->data;
+	ev->datalen = m->datalen;
+	ev->names = m->names;
+	ev->count = m->count;
+	ev->zxid = m->zxid;
+	ev->pzxid = m->pzxid;
+	ev->czxid = m->czxid;
+	ev->owner = m->owner;
+	ev->deleted = m->type == ZOO_DELETED_EVENT;
 
 	switch (m->kind) {
 	case ZK_SESSION:
 		if (m->zh != zk->zh)
 			return;		/* a handle we already closed */
-		ev.type = EV_SESSION;
-		ev.session = zk_session_of(m->state);
-		ev.session_id = m->session_id;
-		ev.timeout_ms = m->timeout_ms;
-		ev.sent = zk->opened;
-		if (ev.session != zk_session_election(zk->agent)->session ||
-		    ev.session == SESSION_CONNECTED)
-			zk_log_session(zk, ev.session, m);
-		break;
-	case ZK_MEMBER_CREATE:
-	case ZK_MEMBER_LIST:
-	case ZK_MEMBER_WATCH:
-	case ZK_MEMBER_DATA:
-	case ZK_MEMBER_DELETE:
-		zk_members_apply(zk, m);
+		fev.type = FEV_SESSION;
+		ev->session = zk_session_of(m->state);
+		ev->session_id = m->session_id;
+		ev->timeout_ms = m->timeout_ms;
+		ev->sent = zk->opened;
+		if (ev->session != fleet_session(f)->session ||
+		    ev->session == SESSION_CONNECTED)
+			zk_log_session(zk, ev->session, m);
+		if (ev->session == SESSION_CONNECTED)
+			zk->connects++;
+		zk_run(zk, &fev);
+		if (ev->session == SESSION_CONNECTED &&
+		    fleet_session(f)->session == SESSION_CONNECTED) {
+			zk_log_timeout(zk, ev->timeout_ms);
+			zk_probe_start(zk);
+		}
 		return;
-	case ZK_SESSION_RENEW:
-		zk_srenew_answered(zk, m);
-		return;
-	case ZK_PARENT:		ev.type = EV_PARENT_CREATED; break;
-	case ZK_CREATE:		ev.type = EV_CREATED; break;
-	case ZK_LIST:		ev.type = EV_CHILDREN; break;
-	case ZK_PRED_SET:
-		ev.type = EV_PRED_SET;
-		zk_check_persistent(zk, m);
-		break;
-	case ZK_PRED_WATCH:	ev.type = EV_PRED_CHANGED; break;
-	case ZK_OWNER:		ev.type = EV_OWNER; break;
-	case ZK_CLAIM:		ev.type = EV_CLAIMED; break;
-	case ZK_RENEW:		ev.type = EV_RENEWED; break;
-	case ZK_CLAIM_DATA:	ev.type = EV_CLAIM_DATA; break;
-	case ZK_CLAIM_WATCH:	ev.type = EV_CLAIM_CHANGED; break;
-	case ZK_SUCCESSOR:	ev.type = EV_SUCCESSOR_DATA; break;
-	case ZK_RELEASE:
-		ev.type = EV_RELEASED;
-		if (ev.rc == ZOK && pt != NULL && ev.gen == pt->e->gen)
-			zk_trace("release-done");
-		break;
+	case ZK_MEMBER_CREATE:	fev.type = FEV_MEMBER_CREATED; break;
+	case ZK_MEMBER_LIST:	fev.type = FEV_MEMBERS; break;
+	case ZK_MEMBER_WATCH:	fev.type = FEV_MEMBERS_CHANGED; break;
+	case ZK_MEMBER_DATA:	fev.type = FEV_MEMBER_DATA; break;
+	case ZK_MEMBER_DELETE:	fev.type = FEV_MEMBER_DELETED; break;
+	case ZK_SESSION_RENEW:	fev.type = FEV_SESSION_RENEWED; break;
 	case ZK_NOTIFIED:
-		ev.type = EV_NOTIFIED;
-		ev.now = clock_now_ms();
-		ev.told = (uint64_t)m->zxid;
+		fev.type = FEV_NOTIFIED;
+		ev->told = (uint64_t)m->zxid;
 		zk_trace("told");
 		break;
-	case ZK_CHILD_WATCH:	ev.type = EV_CHILDREN_CHANGED; break;
-	case ZK_SELF_SET:	ev.type = EV_SELF_SET; break;
-	case ZK_SELF_WATCH:	ev.type = EV_SELF_CHANGED; break;
-	case ZK_AHEAD:		ev.type = EV_AHEAD_CHECKED; break;
+	default:
+		fev.type = FEV_ELECTION;
+		break;
 	}
-	if (ev.rc != ZOK && ev.rc != ZNONODE && ev.rc != ZNODEEXISTS &&
-	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
-	    ev.rc != ZSESSIONEXPIRED && ev.rc != ZOPERATIONTIMEOUT &&
-	    (ev.rc != ZNOAUTH || !zk_session_election(zk->agent)->no_access))
+	if (fev.type == FEV_ELECTION || fev.type == FEV_NOTIFIED) {
+		switch (m->kind) {
+		case ZK_PARENT:		ev->type = EV_PARENT_CREATED; break;
+		case ZK_CREATE:		ev->type = EV_CREATED; break;
+		case ZK_LIST:		ev->type = EV_CHILDREN; break;
+		case ZK_PRED_SET:
+			ev->type = EV_PRED_SET;
+			zk_check_persistent(zk, m);
+			break;
+		case ZK_PRED_WATCH:	ev->type = EV_PRED_CHANGED; break;
+		case ZK_OWNER:		ev->type = EV_OWNER; break;
+		case ZK_CLAIM:		ev->type = EV_CLAIMED; break;
+		case ZK_RENEW:		ev->type = EV_RENEWED; break;
+		case ZK_CLAIM_DATA:	ev->type = EV_CLAIM_DATA; break;
+		case ZK_CLAIM_WATCH:	ev->type = EV_CLAIM_CHANGED; break;
+		case ZK_SUCCESSOR:	ev->type = EV_SUCCESSOR_DATA; break;
+		case ZK_RELEASE:
+			ev->type = EV_RELEASED;
+			if (ev->rc == ZOK && pt != NULL && ev->gen == pt->e.gen)
+				zk_trace("release-done");
+			break;
+		case ZK_CHILD_WATCH:	ev->type = EV_CHILDREN_CHANGED; break;
+		case ZK_SELF_SET:	ev->type = EV_SELF_SET; break;
+		case ZK_SELF_WATCH:	ev->type = EV_SELF_CHANGED; break;
+		case ZK_AHEAD:		ev->type = EV_AHEAD_CHECKED; break;
+		default:		break;
+		}
+		if (pt == NULL && m->path != NULL)
+			pt = fleet_part_of_path(f, m->path);
+		if (pt == NULL)
+			return;		/* a watch of no part of ours */
+		fev.part = pt->idx;
+	}
+	if (ev->rc != ZOK && ev->rc != ZNONODE && ev->rc != ZNODEEXISTS &&
+	    ev->rc != ZCONNECTIONLOSS && ev->rc != ZCLOSING &&
+	    ev->rc != ZSESSIONEXPIRED && ev->rc != ZOPERATIONTIMEOUT &&
+	    (ev->rc != ZNOAUTH || !fleet_session(f)->no_access))
 		log_warnx("zookeeper: %s%s%s: %s", zk_kind_names[m->kind],
 		    m->name != NULL ? " " : "", m->name != NULL ? m->name : "",
-		    zerror(ev.rc));
-	else if (ev.rc != ZOK)
+		    zerror(ev->rc));
+	else if (ev->rc != ZOK)
 		log_debug("zookeeper: %s%s%s: %s", zk_kind_names[m->kind],
 		    m->name != NULL ? " " : "", m->name != NULL ? m->name : "",
-		    zerror(ev.rc));
-	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED)
-		zk->connects++;
-	if (zk->agent->parts == NULL) {
-		zk_feed(zk, &ev);
-	} else if (ev.type == EV_SESSION) {
-		/* Every partition hears of the session; a new one is opened
-		 * once, however many of them ask. */
-		zk->new_session_owed = false;
-		for (i = 0; i < zk->agent->nparts; i++)
-			zk_feed_part(zk, &zk->agent->parts[i], &ev);
-		zk_members_session(zk, &ev);
-		zk_new_session_owed(zk);
-	} else {
-		if (pt == NULL && m->path != NULL)
-			pt = zk_part_of_path(zk, m->path);
-		if (pt == NULL)
-			return;		/* a watch of no partition of ours */
-		zk_feed_part(zk, pt, &ev);
-	}
-	if (ev.type == EV_SESSION && ev.session == SESSION_CONNECTED &&
-	    zk_session_election(zk->agent)->session == SESSION_CONNECTED) {
-		zk_log_timeout(zk, ev.timeout_ms);
-		zk_probe_start(zk);
-	}
+		    zerror(ev->rc));
+	zk_run(zk, &fev);
+}
+
+/* Steps the fleet with one event and performs what it asks. */
+static void
+zk_run(struct zk *zk, const struct fleet_event *fev)
+{
+	struct fleet_actions out;
+
+	out.n = 0;
+	fleet_step(zk->fleet, fev, &out);
+	zk_perform(zk, &out);
 }
 
 static void
@@ -812,6 +796,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
 	struct zk_msg *list, *m;
+	struct fleet_actions out;
 
 	pthread_mutex_lock(&zk->lock);
 	list = zk->head;
@@ -824,7 +809,10 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 		zk_apply(zk, m);
 		zk_msg_free(m);
 	}
-	zk_assign_owed(zk);
+	/* A partition's leader changed: assign again, once. */
+	out.n = 0;
+	fleet_flush(zk->fleet, clock_now_ms(), &out);
+	zk_perform(zk, &out);
 	zk_exit_check(zk);
 }
 
@@ -832,41 +820,25 @@ static void
 zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
-	struct election_event ev;
-	uint64_t at;
-	int i;
+	struct fleet_event fev;
+	struct fleet_actions out;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_TICK;
-	ev.now = clock_now_ms();
-	if (zk->agent->parts == NULL) {
-		zk_feed(zk, &ev);
-		return;
-	}
-	for (i = 0; i < zk->agent->nparts; i++) {
-		at = election_next_tick(zk->agent->parts[i].e);
-		if (at != 0 && at <= ev.now)
-			zk_feed_part(zk, &zk->agent->parts[i], &ev);
-	}
-	zk_new_session_owed(zk);	/* an auth failure's retry */
-	zk_assign_owed(zk);
-	zk_schedule_tick(zk);
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_TICK;
+	fev.ev.now = clock_now_ms();
+	zk_run(zk, &fev);
+	out.n = 0;
+	fleet_flush(zk->fleet, fev.ev.now, &out);
+	zk_perform(zk, &out);
 }
 
+/* The tick's timer, at the fleet's next tick. */
 static void
 zk_schedule_tick(struct zk *zk)
 {
-	uint64_t at = 0, t, now;
+	uint64_t at = fleet_next_tick(zk->fleet), now;
 	struct timeval tv;
-	int i;
 
-	if (zk->agent->parts == NULL)
-		at = election_next_tick(&zk->agent->election);
-	for (i = 0; i < zk->agent->nparts; i++) {
-		t = election_next_tick(zk->agent->parts[i].e);
-		if (t != 0 && (at == 0 || t < at))
-			at = t;
-	}
 	if (at == 0) {
 		event_del(zk->ev_tick);
 		return;
@@ -940,7 +912,7 @@ zk_nag_cb(evutil_socket_t fd, short what, void *arg)
 	char why[sizeof(zk_client_error)];
 	struct timeval tv;
 
-	if (zk_session_election(zk->agent)->session == SESSION_CONNECTED)
+	if (fleet_session(zk->fleet)->session == SESSION_CONNECTED)
 		return;
 	pthread_mutex_lock(&zk_client_error_lock);
 	snprintf(why, sizeof(why), "%s", zk_client_error[0] != '\0' ?
@@ -1013,7 +985,7 @@ zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 	__atomic_add_fetch(&zk->reqs_live, 1, __ATOMIC_ACQ_REL);
 	req->pt = pt;
 	req->kind = kind;
-	req->gen = pt != NULL ? pt->e->gen : zk->member_gen;
+	req->gen = pt != NULL ? pt->e.gen : 0;
 	req->failed_op = -1;
 	if (name != NULL)
 		snprintf(req->name, sizeof(req->name), "%s", name);
@@ -1029,13 +1001,16 @@ static const enum zk_kind zk_plan_kinds[] = {
 	[ZKF_CLAIM] = ZK_CLAIM, [ZKF_RENEW] = ZK_RENEW,
 	[ZKF_CLAIM_DATA] = ZK_CLAIM_DATA, [ZKF_SUCCESSOR] = ZK_SUCCESSOR,
 	[ZKF_RELEASE] = ZK_RELEASE, [ZKF_SELF_SET] = ZK_SELF_SET,
-	[ZKF_AHEAD] = ZK_AHEAD,
+	[ZKF_AHEAD] = ZK_AHEAD, [ZKF_MEMBER_CREATE] = ZK_MEMBER_CREATE,
+	[ZKF_MEMBERS] = ZK_MEMBER_LIST, [ZKF_MEMBER_DATA] = ZK_MEMBER_DATA,
+	[ZKF_MEMBER_DELETE] = ZK_MEMBER_DELETE,
+	[ZKF_SESSION_RENEW] = ZK_SESSION_RENEW,
 };
 
 static const enum zk_kind zk_plan_watches[] = {
 	[ZKW_NONE] = ZK_SESSION, [ZKW_PRED] = ZK_PRED_WATCH,
 	[ZKW_SELF] = ZK_SELF_WATCH, [ZKW_CLAIM] = ZK_CLAIM_WATCH,
-	[ZKW_CHILDREN] = ZK_CHILD_WATCH,
+	[ZKW_CHILDREN] = ZK_CHILD_WATCH, [ZKW_MEMBERS] = ZK_MEMBER_WATCH,
 };
 
 /* A call the client refused outright (handle closing, bad state) is
@@ -1086,7 +1061,7 @@ zk_plan_send(struct zk *zk, struct zk_req *req, const struct zkplan *p,
     const struct zkplan_call *c)
 {
 	void *ctx = ZK_WATCH_CTX(zk_plan_watches[c->watch]);
-	bool shared = p->what == ZKF_RENEW;
+	bool shared = zkplan_answers(p) > 1;	/* a renewal's calls */
 	char path[CONFIG_ZK_PATH_MAX], *s;
 
 	switch (c->type) {
@@ -1133,6 +1108,8 @@ zk_plan_send(struct zk *zk, struct zk_req *req, const struct zkplan *p,
 		    req);
 	case ZKC_MULTI:
 		return zk_plan_multi(zk, req, c);
+	case ZKC_DELETE:
+		return zoo_adelete(zk->zh, c->path, -1, zk_void_cb, req);
 	}
 	return ZBADARGUMENTS;
 }
@@ -1276,8 +1253,7 @@ zk_server_socket(struct zk *zk, int after, struct sockaddr_storage *peer,
 		*plen = sizeof(*peer);
 		memset(peer, 0, sizeof(*peer));
 		if (getpeername(fd, (struct sockaddr *)peer, plen) == 0 &&
-		    zk_is_server(zk, peer) &&
-		    (zk->probe == NULL || fd != bufferevent_getfd(zk->probe)))
+		    zk_is_server(zk, peer) && !probe_has_fd(zk->probe, fd))
 			found = fd;
 	}
 	closedir(dir);
@@ -1309,7 +1285,7 @@ zk_peer_name(const struct sockaddr_storage *peer, socklen_t len, char *buf,
  * to the next server within the same session.
  */
 static void
-zk_kick(struct zk *zk, bool observer)
+zk_kick(struct zk *zk, const char *server)
 {
 	struct sockaddr_storage peer;
 	char name[NI_MAXHOST + NI_MAXSERV + 2];
@@ -1325,111 +1301,101 @@ zk_kick(struct zk *zk, bool observer)
 		zoo_cycle_next_server(zk->zh);
 	while ((fd = zk_server_socket(zk, fd, &peer, &len)) != -1) {
 		zk_peer_name(&peer, len, name, sizeof(name));
-		if (observer)
+		if (server != NULL && strcmp(server, "observer") == 0)
 			log_warnx("zookeeper: %s is an observer, and no lease "
 			    "is earned through one; moving to another server",
 			    name);
+		else if (server != NULL)
+			log_warnx("zookeeper: %s may be an observer (%s), and no "
+			    "lease is earned through one; moving to another "
+			    "server", name, zk->probe_why);
 		else
 			log_warnx("zookeeper: no answer from %s for %" PRIu64
 			    " ms; moving to another server", name,
-			    zk_session_election(zk->agent)->shape.kick);
+			    fleet_session(zk->fleet)->shape.kick);
 		shutdown(fd, SHUT_RDWR);
 	}
 }
 
-/* --- What the server we are on is: srvr, a four-letter word. --- */
+/* --- What the server we are on is, and the ensemble (probe.c). --- */
 
-#define ZK_PROBE_MAX	4096
 #define ZK_PROBE_MS	2000
 
 static void
 zk_probe_end(struct zk *zk)
 {
-	if (zk->probe != NULL)
-		bufferevent_free(zk->probe);
+	probe_free(zk->probe);
 	zk->probe = NULL;
 }
 
 /*
- * srvr answers "Mode: leader|follower|observer|standalone" (ZooKeeper
- * 3.8 answers it whatever 4lw.commands.whitelist says). If it will not
- * say (a TLS-only port, a tunnel), the server is taken to vote, and the
- * operator is told once what that assumes.
+ * What probe.c learned of this connection's server: its kind (no lease
+ * through an observer, or a server that may be one) and the servers'
+ * minSessionTimeout (half of it bounds tickTime). Each partition's
+ * election hears it.
  */
 static void
-zk_probe_done(struct zk *zk, const char *why)
+zk_probe_cb(void *arg, const struct probe_result *r)
 {
-	struct election *e = zk_session_election(zk->agent);
-	struct election_event ev;
-	char text[ZK_PROBE_MAX + 1], *mode;
-	int i;
-	ev_ssize_t n = 0;
+	struct zk *zk = arg;
+	const struct config *conf = zk->agent->conf;
+	const struct election *e = fleet_session(zk->fleet);
+	struct probe_result res = *r;	/* r is the probe's, freed now */
+	struct fleet_event fev;
+	int bound;
 
-	if (zk->probe != NULL)
-		n = evbuffer_copyout(bufferevent_get_input(zk->probe), text,
-		    ZK_PROBE_MAX);
-	text[n > 0 ? n : 0] = '\0';
+	r = &res;
 	zk_probe_end(zk);
 	if (zk->probe_connect != zk->connects ||
 	    e->session != SESSION_CONNECTED)
 		return;		/* another connection by now */
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_SERVER;
-	ev.now = clock_now_ms();
-	ev.gen = e->gen;
-	mode = why == NULL ? strstr(text, "Mode: ") : NULL;
-	if (mode != NULL && strncmp(mode + 6, "observer", 8) == 0)
-		ev.server = SERVER_OBSERVER;
-	else if (mode != NULL && (strncmp(mode + 6, "leader", 6) == 0 ||
-	    strncmp(mode + 6, "follower", 8) == 0 ||
-	    strncmp(mode + 6, "standalone", 10) == 0))
-		ev.server = SERVER_VOTING;
-	else {
-		ev.server = SERVER_UNKNOWN;
-		if (!zk->probe_warned) {
-			zk->probe_warned = true;
-			log_warnx("zookeeper: cannot tell whether %s is an "
-			    "observer (srvr: %s); taking it for a voting server. "
-			    "Through an observer the lease would be too long: "
-			    "allow srvr on the client port if the ensemble "
-			    "has observers", zk->probe_peer,
-			    why != NULL ? why : "no Mode line");
-		}
+	log_debug("zookeeper: %s is %s: %s; minSessionTimeout %d ms%s%s",
+	    zk->probe_peer, election_server_name(r->server), r->why,
+	    r->min_timeout_ms, r->session_note[0] != '\0' ? "; " : "",
+	    r->session_note);
+	if (r->server == SERVER_UNKNOWN && !zk->probe_warned) {
+		zk->probe_warned = true;
+		log_warnx("zookeeper: cannot tell whether %s is an observer "
+		    "(srvr: %s; /zookeeper/config: %s); taking it for a voting "
+		    "server. Through an observer the lease would be too long: "
+		    "allow srvr on the client port if the ensemble has "
+		    "observers", zk->probe_peer, r->srvr_note[0] != '\0' ?
+		    r->srvr_note : "no answer", r->session_note[0] != '\0' ?
+		    r->session_note : "not read");
+	} else if (r->server == SERVER_UNIDENTIFIED &&
+	    strcmp(zk->probe_why, r->why) != 0)
+		log_warnx("zookeeper: no lease through %s: %s", zk->probe_peer,
+		    r->why);
+	snprintf(zk->probe_why, sizeof(zk->probe_why), "%s", r->why);
+	if (r->min_timeout_ms > zk->told_min_timeout) {
+		zk->told_min_timeout = r->min_timeout_ms;
+		bound = (r->min_timeout_ms + 1) / 2;
+		if (conf->zk_tick_ms > 0 && conf->zk_tick_ms < (uint64_t)bound)
+			log_warnx("zookeeper: zookeeper.tick_time (%" PRIu64
+			    " ms) is below what %s implies (minSessionTimeout "
+			    "%d ms: tickTime up to %d ms); the lease counts with "
+			    "%d ms", conf->zk_tick_ms, zk->probe_peer,
+			    r->min_timeout_ms, bound, bound);
+		else if (conf->zk_tick_ms == 0)
+			log_info("zookeeper: minSessionTimeout is %d ms on %s, "
+			    "so tickTime is at most %d ms; the lease counts with "
+			    "that", r->min_timeout_ms, zk->probe_peer, bound);
+	} else if (r->min_timeout_ms == 0 && zk->told_min_timeout == 0 &&
+	    !zk->probe_limits_warned) {
+		zk->probe_limits_warned = true;
+		log_warnx("zookeeper: cannot learn the servers' "
+		    "minSessionTimeout from %s (%s); the lease assumes %s",
+		    zk->probe_peer, r->session_note, conf->zk_tick_ms > 0 ?
+		    "zookeeper.tick_time" : "tickTime up to half the session "
+		    "timeout");
 	}
-	log_debug("zookeeper: %s is %s", zk->probe_peer,
-	    election_server_name(ev.server));
-	if (zk->agent->parts == NULL) {
-		zk_feed(zk, &ev);
-		return;
-	}
-	for (i = 0; i < zk->agent->nparts; i++) {
-		ev.gen = zk->agent->parts[i].e->gen;
-		zk_feed_part(zk, &zk->agent->parts[i], &ev);
-	}
-}
-
-static void
-zk_probe_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct zk *zk = arg;
-
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	if (what & BEV_EVENT_EOF)
-		zk_probe_done(zk, NULL);
-	else if (what & BEV_EVENT_TIMEOUT)
-		zk_probe_done(zk, "no answer");
-	else
-		zk_probe_done(zk, evutil_socket_error_to_string(
-		    EVUTIL_SOCKET_ERROR()));
-}
-
-static void
-zk_probe_read_cb(struct bufferevent *bev, void *arg)
-{
-	/* The answer ends with the connection; past the cap, it is not one. */
-	if (evbuffer_get_length(bufferevent_get_input(bev)) > ZK_PROBE_MAX)
-		zk_probe_done(arg, "answer too long");
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_SERVER;
+	fev.part = -1;
+	fev.ev.now = clock_now_ms();
+	fev.ev.server = r->server;
+	fev.ev.min_timeout_ms = r->min_timeout_ms;
+	zk_run(zk, &fev);
 }
 
 /* Asks the server this connection is on what it is (EV_SERVER). */
@@ -1437,97 +1403,56 @@ static void
 zk_probe_start(struct zk *zk)
 {
 	struct sockaddr_storage peer;
-	struct timeval tv = { ZK_PROBE_MS / 1000, (ZK_PROBE_MS % 1000) * 1000 };
+	struct probe_result r;
 	socklen_t len;
 
 	zk_probe_end(zk);
 	zk->probe_connect = zk->connects;
+	memset(&r, 0, sizeof(r));
 	if (zk_server_socket(zk, -1, &peer, &len) == -1) {
 		/* Gone again (the next connection asks), or not found: the
 		 * election must hear something either way. */
 		snprintf(zk->probe_peer, sizeof(zk->probe_peer), "the server");
-		zk_probe_done(zk, "its connection was not found");
+		snprintf(r.srvr_note, sizeof(r.srvr_note), "its connection was "
+		    "not found");
+		snprintf(r.session_note, sizeof(r.session_note), "%s",
+		    r.srvr_note);
+		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
+		    sizeof(r.why));
+		zk_probe_cb(zk, &r);
 		return;
 	}
 	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
-	zk->probe = bufferevent_socket_new(zk->agent->base, -1,
-	    BEV_OPT_CLOSE_ON_FREE);
+	zk->probe = probe_start(zk->agent->base, &peer, len, ZK_PROBE_MS,
+	    zk_probe_cb, zk);
 	if (zk->probe == NULL) {
-		zk_probe_done(zk, "out of memory");
-		return;
+		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s", strerror(errno));
+		snprintf(r.session_note, sizeof(r.session_note), "%s",
+		    r.srvr_note);
+		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
+		    sizeof(r.why));
+		zk_probe_cb(zk, &r);
 	}
-	bufferevent_setcb(zk->probe, zk_probe_read_cb, NULL, zk_probe_event_cb,
-	    zk);
-	bufferevent_set_timeouts(zk->probe, &tv, &tv);
-	bufferevent_enable(zk->probe, EV_READ);
-	evbuffer_add(bufferevent_get_output(zk->probe), "srvr", 4);
-	if (bufferevent_socket_connect(zk->probe, (struct sockaddr *)&peer,
-	    (int)len) == -1)
-		zk_probe_done(zk, strerror(errno));
 }
 
+/* One election action of part pt: its calls (zkplan.c), or the app told. */
 static void
-zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
+zk_perform_election(struct zk *zk, struct part *pt,
+    const struct election_action *a)
 {
-	struct agent *agent = zk->agent;
-	struct election *e = pt->e;
+	struct election *e = &pt->e;
 	struct zkplan plan;
 	struct zk_req *req;
 	int rc;
 
-	if (a->type != ACT_NOTIFY && a->type != ACT_EXIT &&
-	    a->type != ACT_NEW_SESSION && zk->zh == NULL)
-		return;
-
-	switch (a->type) {
-	case ACT_KICK:
-		/* Partitions ask together: one kick moves the connection. */
-		if (agent->parts != NULL && zk->last_kick_at != 0 &&
-		    clock_now_ms() < zk->last_kick_at + 100)
-			return;
-		zk->last_kick_at = clock_now_ms();
-		zk_kick(zk, strcmp(a->name, "observer") == 0);
-		return;
-	case ACT_NEW_SESSION:
-		if (agent->parts != NULL) {
-			/* Once for all partitions, after the fan-out (or now,
-			 * outside of one: an auth failure's retry). */
-			if (zk->new_session_owed)
-				return;
-			zk->new_session_owed = true;
-			return;
-		}
-		/* Rule 8; we are in the loop, not a ZooKeeper callback. */
-		if (zk->zh != NULL)
-			zookeeper_close(zk->zh);
-		zk->zh = NULL;
-		zk_handle_open(zk);
-		return;
-	case ACT_NOTIFY:
+	if (a->type == ACT_NOTIFY) {
 		/* When the app has been told (a->wait), EV_NOTIFIED follows
 		 * from the queue, after the rest of this step's actions. */
-		if (pt->name != NULL)
-			zk->cb.notify_part(zk->cb.arg, pt, a);
-		else
-			zk->cb.notify(zk->cb.arg, a);
+		zk->cb.notify(zk->cb.arg, pt, a);
 		return;
-	case ACT_EXIT:
-		if (agent->parts != NULL) {
-			zk_parts_check_stop(zk);
-			return;
-		}
-		/*
-		 * Closing the session is a transaction of its own. Right after
-		 * a release that named a successor, it would compete with the
-		 * successor's read of the election node (a server serves reads
-		 * behind the writes it is logging), so it waits a moment.
-		 */
-		zk_exit(zk, e->release_succ ? ELECTION_RELEASE_LINGER_MS : 0);
-		return;
-	default:
-		break;
 	}
-
+	if (zk->zh == NULL)
+		return;
 	/* The calls: zkplan.c, which the simulator runs too. */
 	rc = zkplan_build(a, pt->path, pt->prefix, e->uuid, &plan);
 	if (plan.what == ZKF_NONE)
@@ -1542,7 +1467,7 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 	}
 	switch (a->type) {
 	case ACT_CREATE_PARENT:
-		if (pt->e->no_chroot)	/* said once already */
+		if (e->no_chroot)	/* said once already */
 			log_debug("election: creating the election path %s",
 			    pt->path);
 		else
@@ -1574,27 +1499,112 @@ zk_perform(struct zk *zk, struct part *pt, const struct election_action *a)
 		zk_refused(zk, req, rc);
 }
 
-/* The app has been told of the losses up to told; the election may let
- * the node go. */
-void
-zk_notified(struct zk *zk, uint64_t told)
+/* A fleet action about the members (partitions): its calls (zkplan.c). */
+static void
+zk_perform_member(struct zk *zk, const struct fleet_action *fa)
 {
-	struct zk_msg *m = zk_msg_new(ZK_NOTIFIED, 0, ZOK);
+	const struct fleet *f = zk->fleet;
+	struct zkplan plan;
+	struct zk_req *req;
+	int rc;
 
-	m->pt = &zk->single;
-	m->zxid = (int64_t)told;
-	zk_enqueue(zk, m);
+	if (zk->zh == NULL)
+		return;
+	rc = zkplan_member(fa, f->members_path, f->parts_path, f->id, &plan);
+	if (plan.what == ZKF_NONE)
+		return;
+	req = zk_req_new(zk, NULL, zk_plan_kinds[plan.what], plan.name);
+	req->gen = fa->gen;
+	if (rc == -1) {
+		log_error("zookeeper: a path under %s too long; not sent",
+		    f->members_path);
+		zk_refused(zk, req, ZBADARGUMENTS);
+		return;
+	}
+	rc = zk_plan_run(zk, req, &plan);
+	if (rc != ZOK)
+		zk_refused(zk, req, rc);
 }
 
-/* The same, for a partition. */
+/* Performs what a fleet step asked, in order, and sets the tick. */
+static void
+zk_perform(struct zk *zk, const struct fleet_actions *out)
+{
+	const struct fleet_action *fa;
+	struct part *pt;
+	int i;
+
+	for (i = 0; i < out->n; i++) {
+		fa = &out->a[i];
+		pt = fa->part >= 0 ? &zk->fleet->parts[fa->part] : NULL;
+		switch (fa->type) {
+		case FACT_ELECTION:
+			zk_perform_election(zk, pt, &fa->a);
+			break;
+		case FACT_KICK:
+			if (zk->zh != NULL)
+				zk_kick(zk, fa->a.name[0] != '\0' ? fa->a.name :
+				    NULL);
+			break;
+		case FACT_NEW_SESSION:
+			/* Rule 8; we are in the loop, not a ZooKeeper
+			 * callback. */
+			if (zk->zh != NULL)
+				zookeeper_close(zk->zh);
+			zk->zh = NULL;
+			zk_handle_open(zk);
+			break;
+		case FACT_EXIT:
+			zk_exit(zk, (int)fa->linger_ms);
+			break;
+		case FACT_CHANGED:
+			zk->cb.changed(zk->cb.arg, pt);
+			break;
+		default:
+			zk_perform_member(zk, fa);
+			break;
+		}
+	}
+	zk_schedule_tick(zk);
+}
+
+/* The app has been told of part pt's losses up to told; its election may
+ * let the node go. */
 void
-zk_part_notified(struct zk *zk, struct part *pt, uint64_t told)
+zk_notified(struct zk *zk, struct part *pt, uint64_t told)
 {
 	struct zk_msg *m = zk_msg_new(ZK_NOTIFIED, 0, ZOK);
 
 	m->pt = pt;
 	m->zxid = (int64_t)told;
 	zk_enqueue(zk, m);
+}
+
+/* A resign of part pt's term, from the loop. */
+void
+zk_resign(struct zk *zk, struct part *pt, uint64_t hold_ms)
+{
+	struct fleet_event fev;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_RESIGN;
+	fev.part = pt->idx;
+	fev.ev.now = clock_now_ms();
+	fev.ev.hold_ms = hold_ms;
+	zk_run(zk, &fev);
+}
+
+/* A graceful stop (rule 10), from the loop. */
+void
+zk_stop(struct zk *zk)
+{
+	struct fleet_event fev;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_STOP;
+	fev.part = -1;
+	fev.ev.now = clock_now_ms();
+	zk_run(zk, &fev);
 }
 
 /*
@@ -1608,7 +1618,7 @@ static void
 zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
     const struct election_actions *out)
 {
-	const struct election *e = pt->e;
+	const struct election *e = &pt->e;
 	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
 	enum election_reason reason = REASON_NONE;
 	char bartext[256];
@@ -1674,7 +1684,7 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 static void
 zk_log_trail(struct part *pt, const struct election *before)
 {
-	const struct election *e = pt->e;
+	const struct election *e = &pt->e;
 	char buf[256];
 	size_t off;
 	int i;
@@ -1690,769 +1700,23 @@ zk_log_trail(struct part *pt, const struct election *before)
 	    pt->name != NULL ? ":" : "", buf);
 }
 
-/* Feeds the single election, or (partitions) every partition's. */
-void
-zk_feed(struct zk *zk, struct election_event *ev)
-{
-	int i;
-
-	if (zk->agent->parts == NULL) {
-		zk_feed_part(zk, &zk->single, ev);
-		return;
-	}
-	for (i = 0; i < zk->agent->nparts; i++)
-		zk_feed_part(zk, &zk->agent->parts[i], ev);
-}
-
+/* fleet.c stepped part pt's election: log what changed, and each action. */
 static void
-zk_feed_part(struct zk *zk, struct part *pt, struct election_event *ev)
+zk_stepped(void *arg, struct part *pt, const struct election *before,
+    const struct election_actions *out)
 {
-	struct election *e = pt->e;
-	struct election_actions out;
-	struct election before;
-	const char *leader;
+	struct zk *zk = arg;
 	int i;
 
-	memset(&out, 0, sizeof(out));
-	/* Only the scalars are compared; the copy does not own e->ahead. */
-	memcpy(&before, e, sizeof(before));
-	election_step(e, ev, &out);
-	zk_log_step(zk, pt, &before, &out);
-	zk_log_trail(pt, &before);
-	for (i = 0; i < out.n; i++) {
+	zk_log_step(zk, pt, before, out);
+	zk_log_trail(pt, before);
+	if (log_get_level() > LOG_DEBUG)
+		return;
+	for (i = 0; i < out->n; i++)
 		log_debug("election: %s%s%s %s (phase %s, gen %" PRIu64 ")",
 		    pt->name != NULL ? pt->name : "", pt->name != NULL ? ":" : "",
-		    election_action_name(out.a[i].type), out.a[i].name,
-		    election_phase_name(e->phase), e->gen);
-		zk_perform(zk, pt, &out.a[i]);
-	}
-	zk_schedule_tick(zk);
-	/* A partition's leader is an input of the assignment: assign again
-	 * once the messages at hand are applied (zk_assign_owed). */
-	if (pt->name != NULL && (leader = zk_part_leader(pt)) != NULL &&
-	    strcmp(leader, pt->leader) != 0)
-		zk->assign_owed = true;
-	if (e->index != before.index) {
-		if (pt->name != NULL)
-			zk_part_changed(zk, pt);
-		else
-			zk->cb.changed(zk->cb.arg);
-	}
-	if (pt->name != NULL && zk->parts_stopping)
-		zk_parts_check_stop(zk);
-	if (pt->name != NULL)
-		zk_srenew_schedule(zk);
-}
-
-/* --- Partitions: the member node, the listing, the assignment. --- */
-
-/* Partitions: a new session, once for every partition that asked. */
-static void
-zk_new_session_owed(struct zk *zk)
-{
-	if (!zk->new_session_owed)
-		return;
-	zk->new_session_owed = false;
-	if (zk->zh != NULL)
-		zookeeper_close(zk->zh);
-	zk->zh = NULL;
-	zk_handle_open(zk);
-}
-
-/* The election that speaks for the session. */
-struct election *
-zk_session_election(struct agent *agent)
-{
-	return agent->parts != NULL ? agent->parts[0].e : &agent->election;
-}
-
-/* The partition a watched path belongs to: BASE NAME [/ child]. */
-static struct part *
-zk_part_of_path(struct zk *zk, const char *path)
-{
-	size_t blen = strlen(zk->parts_base), nlen;
-	const char *name, *slash;
-	int i;
-
-	if (strncmp(path, zk->parts_base, blen) != 0)
-		return NULL;
-	name = path + blen;
-	slash = strchr(name, '/');
-	nlen = slash != NULL ? (size_t)(slash - name) : strlen(name);
-	for (i = 0; i < zk->agent->nparts; i++) {
-		if (strlen(zk->agent->parts[i].name) == nlen &&
-		    memcmp(zk->agent->parts[i].name, name, nlen) == 0)
-			return &zk->agent->parts[i];
-	}
-	return NULL;
-}
-
-/* Counts what we own; a rebalance ends when it equals what we are
- * assigned. */
-static void
-zk_parts_count(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	struct agent_members *mb = &agent->members;
-	bool settled = true;
-	int i, owned = 0;
-
-	for (i = 0; i < agent->nparts; i++) {
-		if (agent->parts[i].owned)
-			owned++;
-		if (agent->parts[i].owned != agent->parts[i].assigned)
-			settled = false;
-	}
-	mb->owned = owned;
-	if (settled && mb->rebalance_started != 0) {
-		mb->rebalance_ms = clock_now_ms() - mb->rebalance_started;
-		mb->rebalance_started = 0;
-		log_info("partitions: settled in %" PRIu64 " ms: leading %d of "
-		    "%d, with %d members", mb->rebalance_ms, owned,
-		    agent->nparts, mb->count);
-	}
-}
-
-/*
- * Who leads the partition, as an input of the assignment: us while we
- * lead; else whom the last claim read names ("" for nobody), even our own
- * id (a claim that names us while we do not lead: every other agent reads
- * the same claim, so we must count it as they do); NULL before any claim
- * was read.
- */
-static const char *
-zk_part_leader(const struct part *pt)
-{
-	const struct election *e = pt->e;
-
-	if (e->role == ELECTION_LEADER)
-		return e->id;
-	if (e->claim_seen == 0)
-		return NULL;
-	return e->claim_known ? e->claim_id : "";
-}
-
-/* A partition's report changed: note a gain or loss, wake long polls. */
-static void
-zk_part_changed(struct zk *zk, struct part *pt)
-{
-	bool owned = pt->e->role == ELECTION_LEADER;
-
-	zk->agent->members.index++;
-	if (owned != pt->owned) {
-		pt->owned = owned;
-		zk->agent->members.ownership_changes++;
-		zk_parts_count(zk);
-	}
-	zk->cb.parts_changed(zk->cb.arg, pt);
-}
-
-/* Tells each partition whether it is ours now. */
-static void
-zk_assign(struct zk *zk, struct part *pt, bool assigned)
-{
-	struct election_event ev;
-
-	pt->assigned = assigned;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_ASSIGN;
-	ev.now = clock_now_ms();
-	ev.assigned = assigned;
-	zk_feed_part(zk, pt, &ev);
-}
-
-static int
-zk_member_cmp(const void *va, const void *vb)
-{
-	const struct zk_member *a = va, *b = vb;
-
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-/*
- * Every member's id is known, or a partition's leader changed: who should
- * own what (assign.c), from the members and each partition's leader as we
- * see them.
- */
-static void
-zk_members_assign(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	const char *leader;
-	struct assign_member *am;
-	const char **names;
-	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
-	bool changed = false;
-
-	zk->assign_owed = false;
-	if (zk->parts_stopping)
-		return;
-	am = calloc((size_t)zk->nmembers + 1, sizeof(*am));
-	names = calloc((size_t)agent->nparts, sizeof(*names));
-	owner = calloc((size_t)agent->nparts, sizeof(*owner));
-	cur = calloc((size_t)agent->nparts, sizeof(*cur));
-	if (am == NULL || names == NULL || owner == NULL || cur == NULL)
-		abort();
-	for (i = 0; i < zk->nmembers; i++) {
-		if (!zk->members[i].known)
-			continue;
-		if (strcmp(zk->members[i].name, zk->member_node) == 0)
-			self = k;
-		am[k].id = zk->members[i].id;
-		am[k].seq = zk->members[i].seq;
-		k++;
-	}
-	for (i = 0; i < agent->nparts; i++) {
-		names[i] = agent->parts[i].name;
-		/* The last leader seen (a leader gone is no member). */
-		if ((leader = zk_part_leader(&agent->parts[i])) != NULL)
-			snprintf(agent->parts[i].leader,
-			    sizeof(agent->parts[i].leader), "%s", leader);
-		cur[i] = -1;
-		for (j = 0; j < k; j++) {
-			if (strcmp(am[j].id, agent->parts[i].leader) == 0) {
-				cur[i] = j;
-				break;
-			}
-		}
-	}
-	before = agent->members.count;
-	was = agent->members.assigned;
-	if (k > 0 && assign_partitions(am, k, names, agent->nparts, cur,
-	    owner) == -1)
-		k = 0;
-	for (i = 0; i < agent->nparts; i++) {
-		bool mine = k > 0 && self >= 0 && owner[i] == self;
-
-		if (mine)
-			assigned++;
-		if (mine != agent->parts[i].assigned) {
-			changed = true;
-			zk_assign(zk, &agent->parts[i], mine);
-		}
-	}
-	agent->members.count = k;
-	agent->members.assigned = assigned;
-	if (k != before || changed) {
-		log_info("partitions: %d members (%d before)%s; %d of %d "
-		    "assigned to us (%d before)", k, before, self < 0 ?
-		    ", not one of them yet" : "", assigned, agent->nparts, was);
-		agent->members.index++;
-		if (agent->members.rebalance_started == 0)
-			agent->members.rebalance_started = clock_now_ms();
-		zk_parts_count(zk);
-		zk->cb.parts_changed(zk->cb.arg, NULL);
-	}
-	free(am);
-	free(names);
-	free(owner);
-	free(cur);
-}
-
-/* A partition's leader changed: assign again, once the listing is whole. */
-static void
-zk_assign_owed(struct zk *zk)
-{
-	if (!zk->assign_owed || zk->agent->parts == NULL)
-		return;
-	if (zk->member_reads > 0 || zk->member_node[0] == '\0') {
-		zk->assign_owed = false;	/* the listing's end assigns */
-		return;
-	}
-	zk_members_assign(zk);
-}
-
-/* Our member node, created for this session (after its parents). */
-static void
-zk_member_create(struct zk *zk)
-{
-	const char *id = zk->agent->conf->election_id;
-	char path[CONFIG_ZK_PATH_MAX], *p;
-	struct zk_req *req;
-
-	snprintf(path, sizeof(path), "%s", zk->members_path);
-	for (p = strchr(path + 1, '/'); ; p = strchr(p + 1, '/')) {
-		if (p != NULL)
-			*p = '\0';
-		(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0,
-		    zk_string_cb, NULL);
-		if (p == NULL)
-			break;
-		*p = '/';
-	}
-	snprintf(path, sizeof(path), "%s", zk->parts_base);
-	path[strlen(path) - 1] = '\0';	/* .../partitions */
-	(void)zoo_acreate(zk->zh, path, NULL, -1, zk->aclp, 0, zk_string_cb,
-	    NULL);
-	snprintf(path, sizeof(path), "%s/m-", zk->members_path);
-	req = zk_req_new(zk, NULL, ZK_MEMBER_CREATE, NULL);
-	zk->member_creating = true;
-	if (zoo_acreate2(zk->zh, path, id, (int)strlen(id), zk->aclp,
-	    ZOO_EPHEMERAL_SEQUENTIAL, zk_string_stat_cb, req) != ZOK) {
-		zk->member_creating = false;
-		zk_req_free(req);
-	}
-}
-
-/* Lists the members, leaving a watch for the next change. */
-static void
-zk_members_list(struct zk *zk)
-{
-	struct zk_req *req;
-
-	if (zk->zh == NULL)
-		return;
-	zk->member_gen++;
-	zk->member_reads = 0;
-	req = zk_req_new(zk, NULL, ZK_MEMBER_LIST, NULL);
-	if (zoo_awget_children(zk->zh, zk->members_path, zk_node_watcher,
-	    ZK_WATCH_CTX(ZK_MEMBER_WATCH), zk_strings_cb, req) != ZOK)
-		zk_req_free(req);
-}
-
-static void
-zk_member_data_cb(int rc, const char *value, int value_len,
-    const struct Stat *stat, const void *data)
-{
-	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
-	struct zk_msg *m = zk_msg_req(req, rc);
-
-	m->name = strdup(req->name);
-	if (rc == ZOK) {
-		m->data = zk_dup(value, value_len);
-		m->datalen = value != NULL ? value_len : 0;
-		if (stat != NULL)
-			m->owner = stat->ephemeralOwner;
-	}
-	zk_enqueue(req->zk, m);
-	zk_req_free(req);
-}
-
-static struct zk_member *
-zk_member_find(struct zk *zk, const char *name)
-{
-	int i;
-
-	for (i = 0; i < zk->nmembers; i++)
-		if (strcmp(zk->members[i].name, name) == 0)
-			return &zk->members[i];
-	return NULL;
-}
-
-/* The session changed: a new one needs a new member node. */
-static void
-zk_members_session(struct zk *zk, const struct election_event *ev)
-{
-	int i;
-
-	if (ev->session == SESSION_EXPIRED) {
-		/* Our member node went with the session; so did every
-		 * partition's node. Out of every queue until listed again. */
-		zk->member_node[0] = '\0';
-		zk->member_session = 0;
-		for (i = 0; i < zk->agent->nparts; i++)
-			if (zk->agent->parts[i].assigned)
-				zk_assign(zk, &zk->agent->parts[i], false);
-		zk->agent->members.count = 0;
-		zk->agent->members.assigned = 0;
-		return;
-	}
-	if (ev->session != SESSION_CONNECTED || zk->parts_stopping)
-		return;
-	if (ev->session_id != zk->member_session) {
-		zk->member_session = ev->session_id;
-		zk->member_node[0] = '\0';
-		zk->member_creating = false;
-		zk_member_create(zk);
-	}
-	zk_members_list(zk);
-}
-
-/*
- * A listing is whole (every id read). If no node of our session is in it
- * and no create is out, our create never reached ZooKeeper (its connection
- * broke first, within the same session): create it again, or we would
- * never be a member until the next session. Then assign.
- */
-static void
-zk_members_listed(struct zk *zk)
-{
-	if (zk->member_node[0] == '\0' && !zk->member_creating &&
-	    !zk->parts_stopping && zk->member_session != 0 &&
-	    zk_session_election(zk->agent)->session == SESSION_CONNECTED)
-		zk_member_create(zk);
-	zk_members_assign(zk);
-}
-
-/* Answers about members: our create, a listing, an id, the watch. */
-static void
-zk_members_apply(struct zk *zk, struct zk_msg *m)
-{
-	struct zk_member *mb, *nm;
-	struct zk_req *req;
-	int i, j, n;
-	int64_t seq;
-
-	switch (m->kind) {
-	case ZK_MEMBER_CREATE:
-		zk->member_creating = false;
-		if (m->rc == ZOK && m->name != NULL && !zk->parts_stopping) {
-			const char *slash = strrchr(m->name, '/');
-
-			snprintf(zk->member_node, sizeof(zk->member_node), "%s",
-			    slash != NULL ? slash + 1 : m->name);
-			log_info("partitions: joined as member %s/%s",
-			    zk->members_path, zk->member_node);
-			zk_members_assign(zk);
-		} else if (m->rc != ZOK && m->rc != ZCONNECTIONLOSS &&
-		    m->rc != ZOPERATIONTIMEOUT && m->rc != ZCLOSING)
-			log_warnx("partitions: cannot create the member node "
-			    "under %s: %s", zk->members_path, zerror(m->rc));
-		return;
-	case ZK_MEMBER_WATCH:
-		if (zk_session_election(zk->agent)->session == SESSION_CONNECTED)
-			zk_members_list(zk);
-		return;
-	case ZK_MEMBER_DELETE:
-		return;
-	case ZK_MEMBER_LIST:
-		if (m->gen != zk->member_gen || m->rc != ZOK)
-			return;	/* the next connection lists again */
-		for (i = 0; i < zk->nmembers; i++)
-			zk->members[i].listed = false;
-		nm = calloc((size_t)m->count + 1, sizeof(*nm));
-		if (nm == NULL)
-			abort();
-		n = 0;
-		for (i = 0; i < m->count; i++) {
-			const char *name = m->names[i];
-			char *end;
-
-			if (strncmp(name, "m-", 2) != 0 ||
-			    strlen(name) >= ELECTION_NAME_MAX)
-				continue;
-			seq = strtoll(name + 2, &end, 10);
-			if (*end != '\0' || seq < 0 || end == name + 2)
-				continue;
-			if ((mb = zk_member_find(zk, name)) != NULL)
-				nm[n] = *mb;
-			else {
-				snprintf(nm[n].name, sizeof(nm[n].name), "%s",
-				    name);
-				nm[n].seq = seq;
-			}
-			nm[n++].listed = true;
-		}
-		qsort(nm, (size_t)n, sizeof(*nm), zk_member_cmp);
-		free(zk->members);
-		zk->members = nm;
-		zk->nmembers = n;
-		zk->member_reads = 0;
-		for (j = 0; j < n; j++) {
-			if (nm[j].known)
-				continue;
-			req = zk_req_new(zk, NULL, ZK_MEMBER_DATA, nm[j].name);
-			snprintf(req->paths[0], sizeof(req->paths[0]), "%s/%s",
-			    zk->members_path, nm[j].name);
-			if (zoo_aget(zk->zh, req->paths[0], 0, zk_member_data_cb,
-			    req) != ZOK) {
-				zk_req_free(req);
-				continue;
-			}
-			zk->member_reads++;
-		}
-		if (zk->member_reads == 0)
-			zk_members_listed(zk);
-		return;
-	case ZK_MEMBER_DATA:
-		if (m->gen != zk->member_gen)
-			return;
-		if ((mb = zk_member_find(zk, m->name)) != NULL) {
-			if (m->rc == ZOK && m->datalen > 0 &&
-			    m->datalen < ELECTION_ID_MAX) {
-				memcpy(mb->id, m->data, (size_t)m->datalen);
-				mb->id[m->datalen] = '\0';
-				mb->known = true;
-				/* Our create's answer was lost (rule 6's
-				 * case): a node of our session is ours. */
-				if (zk->member_node[0] == '\0' &&
-				    !zk->member_creating && m->owner ==
-				    zk_session_election(zk->agent)->session_id &&
-				    m->owner != 0)
-					snprintf(zk->member_node,
-					    sizeof(zk->member_node), "%s",
-					    mb->name);
-			} else if (m->rc == ZNONODE) {
-				/* Gone already: the watch lists again. */
-				*mb = zk->members[zk->nmembers - 1];
-				zk->nmembers--;
-				qsort(zk->members, (size_t)zk->nmembers,
-				    sizeof(*zk->members), zk_member_cmp);
-			}
-		}
-		if (--zk->member_reads <= 0)
-			zk_members_listed(zk);
-		return;
-	default:
-		return;
-	}
-}
-
-/*
- * The session's renewal (doc/design.md, "Partitions"): while we lead any
- * partition, a sync and a read of our member node every renewal period,
- * whatever the number of partitions. Each leading partition counts the
- * request among its own and takes the answer as its renewal
- * (election_on_session_renewed says why that is enough).
- */
-static bool
-zk_srenew_wanted(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	int i;
-
-	if (zk->zh == NULL || zk->member_node[0] == '\0' ||
-	    zk_session_election(agent)->session != SESSION_CONNECTED)
-		return false;
-	for (i = 0; i < agent->nparts; i++)
-		if (agent->parts[i].e->phase == PHASE_LEADING)
-			return true;
-	return false;
-}
-
-static void
-zk_srenew_send(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	struct zk_req *req;
-	uint64_t now = clock_now_ms();
-	int i, rc;
-
-	req = zk_req_new(zk, NULL, ZK_SESSION_RENEW, zk->member_node);
-	req->refs = 2;
-	snprintf(req->paths[0], sizeof(req->paths[0]), "%s/%s",
-	    zk->members_path, zk->member_node);
-	for (i = 0; i < agent->nparts; i++)
-		if (agent->parts[i].e->phase == PHASE_LEADING)
-			election_session_sent(agent->parts[i].e, now);
-	zk->srenew_inflight = true;
-	zk->srenew_kicked = false;
-	zk->srenew_sent = now;
-	rc = zoo_async(zk->zh, zk->members_path, zk_renew_sync_cb, req);
-	if (rc != ZOK) {
-		zk->srenew_inflight = false;
-		zk_req_free(req);
-		return;
-	}
-	rc = zoo_aexists(zk->zh, req->paths[0], 0, zk_renew_exists_cb, req);
-	if (rc != ZOK) {
-		zk_req_fail(req, 1, rc);
-		zk_req_done(req);
-	}
-}
-
-static void
-zk_srenew_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct zk *zk = arg;
-	uint64_t now = clock_now_ms();
-	const struct election *e = zk_session_election(zk->agent);
-
-	if (zk->srenew_inflight) {
-		/* Hung: the server may be stopped or cut off. */
-		if (!zk->srenew_kicked && now >= zk->srenew_sent + e->shape.kick) {
-			zk->srenew_kicked = true;
-			zk->last_kick_at = now;
-			zk_kick(zk, false);
-		}
-	} else if (zk_srenew_wanted(zk) && now >= zk->srenew_next)
-		zk_srenew_send(zk);
-	zk_srenew_schedule(zk);
-}
-
-/* Arms the renewal's timer: the next send, or the next kick check. */
-static void
-zk_srenew_schedule(struct zk *zk)
-{
-	const struct election *e = zk_session_election(zk->agent);
-	uint64_t now = clock_now_ms(), at;
-	struct timeval tv;
-
-	if (zk->ev_srenew == NULL)
-		return;
-	if (zk->srenew_inflight && !zk->srenew_kicked)
-		at = zk->srenew_sent + e->shape.kick;
-	else if (!zk->srenew_inflight && zk_srenew_wanted(zk))
-		at = zk->srenew_next;
-	else {
-		event_del(zk->ev_srenew);
-		return;
-	}
-	at = at > now ? at - now : 0;
-	tv.tv_sec = (time_t)(at / 1000);
-	tv.tv_usec = (suseconds_t)(at % 1000) * 1000;
-	evtimer_add(zk->ev_srenew, &tv);
-}
-
-static void
-zk_srenew_answered(struct zk *zk, struct zk_msg *m)
-{
-	struct agent *agent = zk->agent;
-	const struct election *se = zk_session_election(agent);
-	struct election_event ev;
-	uint64_t now = clock_now_ms(), rtt, after;
-	int i;
-
-	if (!zk->srenew_inflight)
-		return;
-	zk->srenew_inflight = false;
-	rtt = now - zk->srenew_sent;
-	after = se->shape.renew > rtt ? se->shape.renew - rtt : 0;
-	zk->srenew_next = now + after;
-	if (m->rc == ZOK)
-		zk->srenewals++;
-	else if (m->rc == ZNONODE)
-		log_warnx("partitions: our member node %s/%s is gone; no lease "
-		    "for our partitions until the next session",
-		    zk->members_path, zk->member_node);
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_SESSION_RENEWED;
-	ev.now = now;
-	ev.rc = m->rc;
-	ev.owner = m->owner;
-	ev.sent = zk->srenew_sent;
-	for (i = 0; i < agent->nparts; i++)
-		if (agent->parts[i].e->phase == PHASE_LEADING)
-			zk_feed_part(zk, &agent->parts[i], &ev);
-	zk_srenew_schedule(zk);
-}
-
-/* Partitions: every election has stopped, or a stop waits no more. */
-static void
-zk_parts_stop_all(struct zk *zk)
-{
-	struct election_event ev;
-
-	if (zk->parts_stopped)
-		return;
-	zk->parts_stopped = true;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_STOP;
-	ev.now = clock_now_ms();
-	zk_feed(zk, &ev);
-	zk_parts_check_stop(zk);
-}
-
-static void
-zk_parts_stop_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct zk *zk = arg;
-
-	log_warnx("stop: no successor queued in time for every partition; "
-	    "releasing anyway");
-	zk_parts_stop_all(zk);
-}
-
-/*
- * After each step while stopping: once we lead no partition, stop every
- * election; once every one has stopped, leave the loop.
- */
-static void
-zk_parts_check_stop(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	bool linger = false;
-	int i;
-
-	if (!zk->parts_stopping)
-		return;
-	if (!zk->parts_stopped) {
-		for (i = 0; i < agent->nparts; i++)
-			if (agent->parts[i].e->role == ELECTION_LEADER ||
-			    agent->parts[i].e->phase == PHASE_RELEASING ||
-			    agent->parts[i].e->phase == PHASE_DELETING)
-				return;
-		zk_parts_stop_all(zk);
-		return;
-	}
-	for (i = 0; i < agent->nparts; i++) {
-		if (agent->parts[i].e->phase != PHASE_STOPPED)
-			return;
-		if (agent->parts[i].e->release_succ)
-			linger = true;
-	}
-	zk_exit(zk, linger ? ELECTION_RELEASE_LINGER_MS : 0);
-}
-
-/*
- * A graceful stop with partitions: our member node goes first, so that the
- * others count us out and queue behind us; each partition we lead is
- * released to its successor once one is queued (a parked leader does that
- * on its own); after AGENT_PARTS_STOP_WAIT_MS the rest are released anyway.
- */
-void
-zk_parts_stop(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	struct timeval tv = { AGENT_PARTS_STOP_WAIT_MS / 1000,
-	    (AGENT_PARTS_STOP_WAIT_MS % 1000) * 1000 };
-	struct zk_req *req;
-	char path[CONFIG_ZK_PATH_MAX];
-	int i;
-
-	if (zk->parts_stopping)
-		return;
-	zk->parts_stopping = true;
-	if (zk->member_node[0] != '\0' && zk->zh != NULL) {
-		snprintf(path, sizeof(path), "%s/%s", zk->members_path,
-		    zk->member_node);
-		log_info("partitions: leaving: deleting member %s", path);
-		req = zk_req_new(zk, NULL, ZK_MEMBER_DELETE, NULL);
-		if (zoo_adelete(zk->zh, path, -1, zk_void_cb, req) != ZOK)
-			zk_req_free(req);
-	}
-	for (i = 0; i < agent->nparts; i++)
-		if (agent->parts[i].assigned)
-			zk_assign(zk, &agent->parts[i], false);
-	agent->members.assigned = 0;
-	zk->ev_parts_stop = evtimer_new(agent->base, zk_parts_stop_cb, zk);
-	evtimer_add(zk->ev_parts_stop, &tv);
-	zk_parts_check_stop(zk);
-}
-
-/* The partitions' elections, one per name, each at its own path. */
-static void
-zk_parts_open(struct zk *zk)
-{
-	struct agent *agent = zk->agent;
-	struct config *conf = agent->conf;
-	struct part *pt;
-	int i;
-
-	if (asprintf(&zk->parts_base, "%s/partitions/", conf->election_path) == -1 ||
-	    asprintf(&zk->members_path, "%s/members", conf->election_path) == -1)
-		abort();
-	agent->nparts = conf->npartitions;
-	if ((agent->parts = calloc((size_t)agent->nparts,
-	    sizeof(*agent->parts))) == NULL)
-		abort();
-	for (i = 0; i < agent->nparts; i++) {
-		pt = &agent->parts[i];
-		pt->name = conf->partitions[i];
-		if (asprintf(&pt->path, "%s%s", zk->parts_base, pt->name) == -1 ||
-		    asprintf(&pt->prefix, "%s/_c_", pt->path) == -1)
-			abort();
-		pt->e = &pt->own;
-		election_init(pt->e, conf->election_id, conf->election_value,
-		    true);
-		pt->e->step_down = agent->election.step_down;
-		pt->e->tick_ms = agent->election.tick_ms;
-		pt->e->uuid_gen = agent->election.uuid_gen;
-		pt->e->lease_naive = agent->election.lease_naive;
-		pt->e->renew_div = agent->election.renew_div;
-		pt->e->parked = true;	/* until the member listing */
-		pt->e->session_renewal = true;
-	}
+		    election_action_name(out->a[i].type), out->a[i].name,
+		    election_phase_name(pt->e.phase), pt->e.gen);
 }
 
 struct zk *
@@ -2467,13 +1731,10 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	if (zk == NULL)
 		return NULL;
 	zk->agent = agent;
+	zk->fleet = &agent->fleet;
+	zk->fleet->stepped = zk_stepped;
+	zk->fleet->stepped_arg = zk;
 	zk->cb = *cb;
-	zk->path = strdup(conf->election_path);
-	if (asprintf(&zk->prefix, "%s/_c_", conf->election_path) == -1)
-		abort();
-	zk->single.path = zk->path;
-	zk->single.prefix = zk->prefix;
-	zk->single.e = &agent->election;
 	pthread_mutex_init(&zk->lock, NULL);
 	zk->tail = &zk->head;
 	if (conf->zk_auth_scheme != NULL) {
@@ -2496,10 +1757,6 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	    ZOO_LOG_LEVEL_ERROR);
 	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
 	zk->ev_exit = evtimer_new(agent->base, zk_exit_cb, zk);
-	if (conf->npartitions > 0) {
-		zk_parts_open(zk);
-		zk->ev_srenew = evtimer_new(agent->base, zk_srenew_cb, zk);
-	}
 	zk_resolve_servers(zk, false);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
@@ -2510,7 +1767,6 @@ void
 zk_close(struct zk *zk)
 {
 	struct zk_msg *m;
-	int i;
 
 	if (zk == NULL)
 		return;
@@ -2531,22 +1787,6 @@ zk_close(struct zk *zk)
 		event_free(zk->ev_exit);
 	pthread_mutex_destroy(&zk->lock);
 	free(zk->addrs);
-	free(zk->path);
-	free(zk->prefix);
-	if (zk->ev_parts_stop != NULL)
-		event_free(zk->ev_parts_stop);
-	if (zk->ev_srenew != NULL)
-		event_free(zk->ev_srenew);
-	for (i = 0; i < zk->agent->nparts; i++) {
-		election_free(zk->agent->parts[i].e);
-		free(zk->agent->parts[i].path);
-		free(zk->agent->parts[i].prefix);
-	}
-	free(zk->agent->parts);
-	zk->agent->parts = NULL;
-	zk->agent->nparts = 0;
-	free(zk->members);
-	free(zk->parts_base);
-	free(zk->members_path);
+	zk->fleet->stepped = NULL;
 	free(zk);
 }

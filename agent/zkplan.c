@@ -200,6 +200,55 @@ zkplan_build(const struct election_action *a, const char *path,
 }
 
 int
+zkplan_member(const struct fleet_action *fa, const char *members_path,
+    const char *parts_path, const char *id, struct zkplan *p)
+{
+	struct zkplan_call *c;
+
+	p->what = ZKF_NONE;
+	p->name[0] = '\0';
+	p->ncalls = 0;
+	switch (fa->type) {
+	case FACT_MEMBER_CREATE:
+		/* The members' node and the partitions' (their replies do not
+		 * matter: they may exist), then ours. */
+		p->what = ZKF_MEMBER_CREATE;
+		c = zkplan_on_path(p, ZKC_CREATE, members_path);
+		c->parents = true;
+		c->answers = false;
+		zkplan_on_path(p, ZKC_CREATE, parts_path)->answers = false;
+		c = zkplan_call(p, ZKC_CREATE_SEQ);
+		c->data = id;
+		c->datalen = (int)strlen(id);
+		return zkplan_path(c->path, sizeof(c->path), members_path,
+		    "/m-", "");
+	case FACT_MEMBERS_LIST:
+		p->what = ZKF_MEMBERS;
+		zkplan_on_path(p, ZKC_CHILDREN, members_path)->watch =
+		    ZKW_MEMBERS;
+		return 0;
+	case FACT_MEMBER_READ:
+	case FACT_MEMBER_DELETE:
+		p->what = fa->type == FACT_MEMBER_READ ? ZKF_MEMBER_DATA :
+		    ZKF_MEMBER_DELETE;
+		snprintf(p->name, sizeof(p->name), "%s", fa->name);
+		return zkplan_on_node(p, fa->type == FACT_MEMBER_READ ?
+		    ZKC_GET : ZKC_DELETE, members_path, fa->name) != NULL ?
+		    0 : -1;
+	case FACT_SESSION_RENEW:
+		/* A sync (through the ZooKeeper leader), then our member node
+		 * (still ours after it). The last reply reports both. */
+		p->what = ZKF_SESSION_RENEW;
+		snprintf(p->name, sizeof(p->name), "%s", fa->name);
+		zkplan_on_path(p, ZKC_SYNC, members_path);
+		return zkplan_on_node(p, ZKC_EXISTS, members_path, fa->name) !=
+		    NULL ? 0 : -1;
+	default:
+		return 0;
+	}
+}
+
+int
 zkplan_answers(const struct zkplan *p)
 {
 	int i, n = 0;
@@ -215,7 +264,7 @@ zkplan_call_name(enum zkplan_call_type t)
 {
 	static const char *const names[] = {
 		"create", "create sequential", "sync", "get", "exists",
-		"children", "multi",
+		"children", "multi", "delete",
 	};
 
 	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] :

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "election.h"
+#include "fleet.h"
 
 /* The calls. */
 enum zkplan_call_type {
@@ -24,6 +25,7 @@ enum zkplan_call_type {
 	ZKC_EXISTS,
 	ZKC_CHILDREN,
 	ZKC_MULTI,		/* the items, atomically */
+	ZKC_DELETE,		/* delete (any version) */
 };
 
 /* The ops of a multi. */
@@ -39,11 +41,14 @@ enum zkplan_for {
 	ZKF_PARENT, ZKF_CREATE, ZKF_LIST, ZKF_PRED_SET, ZKF_OWNER, ZKF_CLAIM,
 	ZKF_RENEW, ZKF_CLAIM_DATA, ZKF_SUCCESSOR, ZKF_RELEASE, ZKF_SELF_SET,
 	ZKF_AHEAD,
+	/* partitions: the fleet's member node, listing and renewal */
+	ZKF_MEMBER_CREATE, ZKF_MEMBERS, ZKF_MEMBER_DATA, ZKF_MEMBER_DELETE,
+	ZKF_SESSION_RENEW,
 };
 
 /* The watch a read leaves, by its (constant) context. */
 enum zkplan_watch {
-	ZKW_NONE, ZKW_PRED, ZKW_SELF, ZKW_CLAIM, ZKW_CHILDREN,
+	ZKW_NONE, ZKW_PRED, ZKW_SELF, ZKW_CLAIM, ZKW_CHILDREN, ZKW_MEMBERS,
 };
 
 #define ZKPLAN_CALLS_MAX	3
@@ -94,6 +99,16 @@ struct zkplan {
  */
 int	zkplan_build(const struct election_action *a, const char *path,
 	    const char *prefix, const char *uuid, struct zkplan *out);
+
+/*
+ * The plan for a fleet action about the members (fleet.h): our member node
+ * (members_path "/m-", sequential, data id, after members_path's
+ * ancestors, itself and parts_path), the listing, a member's read, our
+ * node's delete, or the session's renewal. Returns 0, or -1 when a path
+ * would not fit (out->what is set all the same).
+ */
+int	zkplan_member(const struct fleet_action *fa, const char *members_path,
+	    const char *parts_path, const char *id, struct zkplan *out);
 
 /* The number of calls whose reply answers the request. */
 int	zkplan_answers(const struct zkplan *p);

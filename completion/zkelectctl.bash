@@ -26,7 +26,7 @@ _zkelectctl()
 	[ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
 	COMPREPLY=()
 
-	local verbs="status is-leader wait resign run members partitions"
+	local verbs="status is-leader wait resign run members partitions lock elect"
 	local i w verb= verbi=0 sock=()
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
@@ -43,8 +43,8 @@ _zkelectctl()
 			verb=$w
 			verbi=$i
 		fi
-		# After `run ... --`, the rest is the command to run.
-		if [ "$verb" = run ] && [ "$w" = -- ]; then
+		# After `run ... --` (or lock's), the rest is the command to run.
+		if { [ "$verb" = run ] || [ "$verb" = lock ]; } && [ "$w" = -- ]; then
 			if declare -F _command_offset >/dev/null; then
 				_command_offset $((i + 1))
 			else
@@ -66,8 +66,11 @@ _zkelectctl()
 			compopt -o filenames 2>/dev/null
 			return 0
 		fi ;;
-	--timeout|--hold)
-		# A duration: nothing to offer but the form.
+	--timeout|--hold|--session-timeout|--tick-time|--zookeeper|--id)
+		# A duration, servers, an id: nothing to offer but the form.
+		return 0 ;;
+	--log-level)
+		COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
 		return 0 ;;
 	-p|--partition)
 		local IFS=$'\n'
@@ -91,7 +94,9 @@ _zkelectctl()
 	wait)       opts="--leader --follower --change --timeout -p --partition" ;;
 	resign)     opts="--hold" ;;
 	run)        opts="-q --quiet -p --partition --" ;;
-	members)    opts="-c --config --json --timeout" ;;
+	members)    opts="-c --config --json --timeout --zookeeper" ;;
+	lock)       opts="--zookeeper --id --session-timeout --tick-time --log-level -v --verbose --" ;;
+	elect)      opts="--zookeeper --session-timeout --tick-time --log-level -v --verbose" ;;
 	partitions) opts="--json" ;;
 	*)          return 0 ;;
 	esac

@@ -13,4 +13,8 @@
 /* members.c */
 int	members_cmd(int argc, char *argv[]);
 
+/* lock.c */
+int	lock_cmd(const char *verb, int argc, char *argv[]);
+int	hold_cmd(int argc, char *argv[]);
+
 #endif

@@ -2,11 +2,14 @@
 /*
  * zkelectctl members: the whole election as ZooKeeper holds it, read on
  * demand straight from ZooKeeper with the agent's configuration file
- * (servers, chroot, auth, election path); no agent and no socket needed.
+ * (servers, chroot, auth, election path), or with --zookeeper SERVERS PATH
+ * from any host; no agent and no socket needed.
  * It lists the contenders in queue order with their ids and values, and
  * says who leads under which epoch, by the same test the agents use: the
  * election node's claim names the first contender, and was written after
- * that contender's node was created.
+ * that contender's node was created. A partitioned election (PATH/members
+ * and PATH/partitions) is shown as its members and each partition's
+ * owner, by the same test per partition.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -485,10 +488,261 @@ members_print_text(FILE *f, const char *path, const struct members_view *v)
 	members_print_twins(f, v);
 }
 
+/* A partitioned election: members (m-NNNNNNNNNN, data the id) and each
+ * partition's view. */
+struct members_parts {
+	struct members_data	*members;
+	char			**member_nodes;
+	int			 nmembers;
+	char			**names;
+	struct members_view	*views;
+	int			 nparts;
+};
+
+static int
+members_str_cmp(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t lx = strlen(x), ly = strlen(y);
+	bool nx = strspn(x, "0123456789") == lx, ny = strspn(y, "0123456789") == ly;
+
+	/* Numbered partitions (count: N) in numeric order, then the rest. */
+	if (nx && ny && lx != ly)
+		return lx < ly ? -1 : 1;
+	if (nx != ny)
+		return nx ? -1 : 1;
+	return strcmp(x, y);
+}
+
+static void
+members_parts_free(struct members_parts *mp)
+{
+	int i;
+
+	for (i = 0; i < mp->nmembers; i++) {
+		free(mp->members[i].buf);
+		free(mp->member_nodes[i]);
+	}
+	for (i = 0; i < mp->nparts; i++) {
+		members_view_free(&mp->views[i]);
+		free(mp->names[i]);
+	}
+	free(mp->members);
+	free(mp->member_nodes);
+	free(mp->views);
+	free(mp->names);
+}
+
+/* Is PATH a partitioned election? 1 yes, 0 no, or a ZooKeeper error. */
+static int
+members_partitioned(zhandle_t *zh, const char *path)
+{
+	char child[CONFIG_ZK_PATH_MAX + 16];
+	struct Stat st;
+	int rc;
+
+	snprintf(child, sizeof(child), "%s/partitions", path);
+	if ((rc = zoo_exists(zh, child, 0, &st)) == ZNONODE)
+		return 0;
+	if (rc != ZOK)
+		return rc;
+	snprintf(child, sizeof(child), "%s/members", path);
+	if ((rc = zoo_exists(zh, child, 0, &st)) == ZNONODE)
+		return 0;
+	return rc == ZOK ? 1 : rc;
+}
+
+/* Reads the members and every partition's election; 0, or the error. */
+static int
+members_read_parts(zhandle_t *zh, const char *path, struct members_parts *mp)
+{
+	struct String_vector kids;
+	struct Stat st;
+	char dir[CONFIG_ZK_PATH_MAX + 16], child[2 * CONFIG_ZK_PATH_MAX];
+	int i, rc;
+
+	memset(mp, 0, sizeof(*mp));
+	memset(&kids, 0, sizeof(kids));
+	snprintf(dir, sizeof(dir), "%s/members", path);
+	if ((rc = zoo_get_children(zh, dir, 0, &kids)) != ZOK)
+		return rc;
+	qsort(kids.data, (size_t)kids.count, sizeof(*kids.data), members_str_cmp);
+	mp->members = calloc((size_t)kids.count + 1, sizeof(*mp->members));
+	mp->member_nodes = calloc((size_t)kids.count + 1,
+	    sizeof(*mp->member_nodes));
+	if (mp->members == NULL || mp->member_nodes == NULL)
+		abort();
+	for (i = 0; i < kids.count; i++) {
+		snprintf(child, sizeof(child), "%s/%s", dir, kids.data[i]);
+		rc = members_get(zh, child, &mp->members[mp->nmembers], &st);
+		if (rc == ZNONODE)
+			continue;	/* it left while we read */
+		if (rc != ZOK) {
+			deallocate_String_vector(&kids);
+			return rc;
+		}
+		if ((mp->member_nodes[mp->nmembers++] = strdup(kids.data[i])) ==
+		    NULL)
+			abort();
+	}
+	deallocate_String_vector(&kids);
+	snprintf(dir, sizeof(dir), "%s/partitions", path);
+	if ((rc = zoo_get_children(zh, dir, 0, &kids)) != ZOK)
+		return rc;
+	qsort(kids.data, (size_t)kids.count, sizeof(*kids.data), members_str_cmp);
+	mp->names = calloc((size_t)kids.count + 1, sizeof(*mp->names));
+	mp->views = calloc((size_t)kids.count + 1, sizeof(*mp->views));
+	if (mp->names == NULL || mp->views == NULL)
+		abort();
+	for (i = 0; i < kids.count; i++) {
+		snprintf(child, sizeof(child), "%s/%s", dir, kids.data[i]);
+		rc = members_read(zh, child, &mp->views[mp->nparts]);
+		if (rc == ZNONODE) {
+			members_view_free(&mp->views[mp->nparts]);
+			continue;
+		}
+		if ((mp->names[mp->nparts++] = strdup(kids.data[i])) == NULL)
+			abort();
+		if (rc != ZOK) {
+			deallocate_String_vector(&kids);
+			return rc;
+		}
+	}
+	deallocate_String_vector(&kids);
+	return ZOK;
+}
+
+static void
+members_print_parts_json(FILE *f, const char *path,
+    const struct members_parts *mp)
+{
+	const struct members_view *v;
+	int i;
+
+	fputs("{\"path\":", f);
+	members_json_bytes(f, path, (int)strlen(path));
+	fputs(",\"members\":[", f);
+	for (i = 0; i < mp->nmembers; i++) {
+		fprintf(f, "%s{\"node\":", i > 0 ? "," : "");
+		members_json_bytes(f, mp->member_nodes[i],
+		    (int)strlen(mp->member_nodes[i]));
+		fputc(',', f);
+		members_json_data(f, &mp->members[i]);
+		fputc('}', f);
+	}
+	fputs("],\"partitions\":[", f);
+	for (i = 0; i < mp->nparts; i++) {
+		v = &mp->views[i];
+		fprintf(f, "%s{\"name\":", i > 0 ? "," : "");
+		members_json_bytes(f, mp->names[i], (int)strlen(mp->names[i]));
+		fputs(",\"leader\":", f);
+		if (v->leader >= 0) {
+			fputc('{', f);
+			members_json_data(f, &v->claim);
+			fprintf(f, ",\"epoch\":%" PRId64 "}", v->epoch);
+		} else
+			fputs("null", f);
+		fputs(",\"claim\":", f);
+		if (v->claim.idlen > 0) {
+			fputc('{', f);
+			members_json_data(f, &v->claim);
+			fprintf(f, ",\"epoch\":%" PRId64 "}", v->epoch);
+		} else
+			fputs("null", f);
+		fprintf(f, ",\"contenders\":%d}", v->n);
+	}
+	fputs("]}\n", f);
+}
+
+static void
+members_print_parts_text(FILE *f, const char *path,
+    const struct members_parts *mp)
+{
+	const struct members_view *v;
+	char *id, epoch[32];
+	int i, wname = 9, wid = 5, len;
+
+	fprintf(f, "%s: partitioned election, %d member%s, %d partition%s\n",
+	    path, mp->nmembers, mp->nmembers == 1 ? "" : "s", mp->nparts,
+	    mp->nparts == 1 ? "" : "s");
+	for (i = 0; i < mp->nmembers; i++) {
+		id = members_text_id(&mp->members[i]);
+		fprintf(f, "member %s  %s\n", id, mp->member_nodes[i]);
+		free(id);
+	}
+	for (i = 0; i < mp->nparts; i++) {
+		if ((len = (int)strlen(mp->names[i])) > wname)
+			wname = len;
+		id = members_text_id(&mp->views[i].claim);
+		if ((len = (int)strlen(id)) > wid)
+			wid = len;
+		free(id);
+	}
+	fprintf(f, "%-*s  %-*s  %-20s  %s\n", wname, "PARTITION", wid, "OWNER",
+	    "EPOCH", "CONTENDERS");
+	for (i = 0; i < mp->nparts; i++) {
+		v = &mp->views[i];
+		id = v->leader >= 0 ? members_text_id(&v->claim) :
+		    members_text("-", 1);
+		if (v->leader >= 0)
+			snprintf(epoch, sizeof(epoch), "%" PRId64, v->epoch);
+		else
+			strcpy(epoch, "-");
+		fprintf(f, "%-*s  %-*s  %-20s  %d\n", wname, mp->names[i], wid,
+		    id, epoch, v->n);
+		free(id);
+	}
+}
+
+/*
+ * PATH is missing: say what is, from the chroot down (the chroot missing
+ * is not "nobody joined": no agent can create anything under it).
+ */
+static void
+members_say_missing(zhandle_t *zh, const struct config *conf)
+{
+	char part[CONFIG_ZK_PATH_MAX], *slash;
+	const char *chroot = strchr(conf->zk_servers, '/');
+	struct Stat st;
+	size_t n;
+
+	if (chroot != NULL && strcmp(chroot, "/") != 0 &&
+	    zoo_exists(zh, "/", 0, &st) == ZNONODE) {
+		fprintf(stderr, "zkelectctl: members: the chroot %s of "
+		    "zookeeper.servers does not exist on %.*s (create it, or fix "
+		    "zookeeper.servers): nothing can join %s\n", chroot,
+		    (int)(chroot - conf->zk_servers), conf->zk_servers,
+		    conf->election_path);
+		return;
+	}
+	/* The deepest component that is there. */
+	snprintf(part, sizeof(part), "%s", conf->election_path);
+	for (;;) {
+		slash = strrchr(part, '/');
+		if (slash == NULL || slash == part)
+			break;
+		*slash = '\0';
+		if (zoo_exists(zh, part, 0, &st) == ZOK)
+			break;
+	}
+	n = strlen(part);
+	if (slash == NULL || slash == part)
+		n = 0;
+	fprintf(stderr, "zkelectctl: members: %s does not exist on %s: no "
+	    "agent has joined this election yet", conf->election_path,
+	    conf->zk_servers);
+	if (n > 0 && n + 1 < strlen(conf->election_path))
+		fprintf(stderr, " (%s is there, nothing under it on the way)",
+		    part);
+	fputc('\n', stderr);
+}
+
 static void
 members_usage(FILE *f)
 {
 	fprintf(f, "usage: zkelectctl members [-c FILE] [--json] "
+	    "[--timeout DURATION]\n"
+	    "       zkelectctl members --zookeeper SERVERS PATH [--json] "
 	    "[--timeout DURATION]\n");
 }
 
@@ -499,10 +753,15 @@ members_cmd(int argc, char *argv[])
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "zookeeper", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 } };
 	struct members_zk z;
 	struct members_view v;
+	struct members_parts mp;
 	struct config *conf;
+	struct config_flag flags[2];
+	const char *servers = NULL;
+	bool from_file = false;
 	struct timespec deadline;
 	pthread_condattr_t ca;
 	zhandle_t *zh;
@@ -514,10 +773,17 @@ members_cmd(int argc, char *argv[])
 
 	env = getenv("ZKELECT_CONFIG");
 	file = env != NULL && env[0] != '\0' ? env : DEFAULT_CONFIG;
-	while ((ch = getopt_long(argc, argv, "c:j", opts, NULL)) != -1) {
+	/* 0: getopt starts afresh, options may follow PATH (main's "+"
+	 * would otherwise stay in force). */
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "c:jz:", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			file = optarg;
+			from_file = true;
+			break;
+		case 'z':
+			servers = optarg;
 			break;
 		case 'j':
 			json = true;
@@ -535,13 +801,43 @@ members_cmd(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "zkelectctl: members: unexpected argument '%s'\n",
-		    argv[optind]);
+	/* A PATH means the command line's way: --zookeeper, or the
+	 * $ZKELECT_ZOOKEEPER that lock and elect take too. */
+	if (servers == NULL && optind < argc && !from_file &&
+	    (env = getenv("ZKELECT_ZOOKEEPER")) != NULL && env[0] != '\0')
+		servers = env;
+	if (servers != NULL && from_file) {
+		fprintf(stderr, "zkelectctl: members: -c FILE and --zookeeper "
+		    "exclude each other\n");
 		members_usage(stderr);
 		return EXIT_USAGE;
 	}
-	if ((conf = config_load(file, stderr)) == NULL)
+	if (servers != NULL && optind >= argc) {
+		fprintf(stderr, "zkelectctl: members: --zookeeper needs the "
+		    "election's PATH\n");
+		members_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (optind + (servers != NULL) < argc) {
+		fprintf(stderr, "zkelectctl: members: unexpected argument '%s'\n",
+		    argv[optind + (servers != NULL)]);
+		members_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (servers != NULL) {
+		flags[0].flag = "--zookeeper";
+		flags[0].key = "zookeeper.servers";
+		flags[0].value = servers;
+		flags[0].argv = NULL;
+		flags[1].flag = "PATH";
+		flags[1].key = "election.path";
+		flags[1].value = argv[optind];
+		flags[1].argv = NULL;
+		conf = config_from_flags("zkelectctl: members", flags, 2, stderr);
+		file = "the command line";
+	} else
+		conf = config_load(file, stderr);
+	if (conf == NULL)
 		return EXIT_USAGE;
 
 	memset(&z, 0, sizeof(z));
@@ -604,11 +900,27 @@ members_cmd(int argc, char *argv[])
 		    "at %s: %s\n", conf->zk_servers, zerror(z.rc));
 		goto out;
 	}
+	if ((rc = members_partitioned(zh, conf->election_path)) == 1) {
+		rc = members_read_parts(zh, conf->election_path, &mp);
+		if (rc == ZOK) {
+			if (json)
+				members_print_parts_json(stdout,
+				    conf->election_path, &mp);
+			else
+				members_print_parts_text(stdout,
+				    conf->election_path, &mp);
+			status = 0;
+		} else
+			fprintf(stderr, "zkelectctl: members: cannot read the "
+			    "partitions of %s on %s: %s%s\n",
+			    conf->election_path, conf->zk_servers, zerror(rc),
+			    rc == ZNOAUTH ? " (check zookeeper.auth)" : "");
+		members_parts_free(&mp);
+		goto out;
+	}
 	rc = members_read(zh, conf->election_path, &v);
 	if (rc == ZNONODE) {
-		fprintf(stderr, "zkelectctl: members: %s does not exist on %s: no "
-		    "agent has joined this election yet\n", conf->election_path,
-		    conf->zk_servers);
+		members_say_missing(zh, conf);
 		members_view_free(&v);
 		goto out;
 	}

@@ -8,6 +8,10 @@
  *   zkelectctl run [-p NAME] -- CMD [ARGS...]
  *   zkelectctl partitions [--json]
  *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
+ *   zkelectctl members --zookeeper SERVERS PATH [--json]
+ *   zkelectctl lock [--zookeeper SERVERS] PATH -- CMD [ARGS...]  (lock.c)
+ *   zkelectctl elect [--zookeeper SERVERS] PATH [ID]
+ *   zkelectctl hold                          (what elect runs)
  * Exit status: 0 success (for wait: the condition holds), 1 usage error
  * (is-leader: not leading), 2 the agent could not be reached or answered
  * an error, 3 wait timed out.
@@ -72,6 +76,22 @@ usage(FILE *f)
 	    "                              election path come from the agent's FILE\n"
 	    "                              (default $ZKELECT_CONFIG or\n"
 	    "                              " DEFAULT_CONFIG ")\n"
+	    "  members --zookeeper SERVERS PATH [--json] [--timeout DURATION]\n"
+	    "                              the same with no file, from any host; a\n"
+	    "                              partitioned election: members and each\n"
+	    "                              partition's owner and epoch\n"
+	    "\n"
+	    "Commands that run an agent of their own (no file, no agent needed;\n"
+	    "SERVERS defaults to $ZKELECT_ZOOKEEPER):\n"
+	    "  lock [--zookeeper SERVERS] [--id ID] [--session-timeout D]\n"
+	    "       [--tick-time D] [--log-level LEVEL] [-v] PATH -- CMD [ARGS...]\n"
+	    "                              run CMD while this process leads PATH;\n"
+	    "                              exit with its status (75: the term was\n"
+	    "                              lost while it ran); SIGTERM or Ctrl-C\n"
+	    "                              stops it and hands over\n"
+	    "  elect [--zookeeper SERVERS] [OPTIONS] PATH [ID]\n"
+	    "                              wait to lead, print the epoch, hold until\n"
+	    "                              SIGTERM or Ctrl-C, hand over, exit 0\n"
 	    "\n"
 	    "Options:\n"
 	    "  -s, --socket PATH   the agent's socket (default $ZKELECT_SOCKET or\n"
@@ -81,8 +101,8 @@ usage(FILE *f)
 	    "\n"
 	    "Exit status: 0 ok, 1 usage or configuration error (is-leader: not\n"
 	    "leading), 2 agent or ZooKeeper unreachable, or an error, 3 wait timed\n"
-	    "out (--timeout 0: the condition does not hold); run exits with its\n"
-	    "command's status.\n");
+	    "out (--timeout 0: the condition does not hold); run, lock and elect\n"
+	    "exit with their command's status (zkelectctl(1)).\n");
 }
 
 /* Anything left after a command's options is refused, with usage. */
@@ -394,7 +414,7 @@ print_human(const char *json)
 	    dup[8] = "", age[32] = "null", pos[16] = "-1", hold[32] = "0",
 	    why[300] = "", reason[64] = "", bar[160] = "", parts[300],
 	    pcount[16] = "?", powned[16] = "?", passigned[16] = "?",
-	    pmembers[16] = "?";
+	    pmembers[16] = "?", warning[300] = "";
 
 	client_json_get(json, "role", role, sizeof(role));
 	client_json_get(json, "epoch", epoch, sizeof(epoch));
@@ -415,6 +435,10 @@ print_human(const char *json)
 		why[0] = '\0';
 	if (strcmp(leader, "null") != 0)
 		client_json_get(leader, "id", lid, sizeof(lid));
+	/* The session's warning (an understated zookeeper.tick_time). */
+	if (client_json_get(json, "warning", warning, sizeof(warning)) == 0 &&
+	    strcmp(warning, "null") == 0)
+		warning[0] = '\0';
 	if (client_json_member(json, "partitions", parts, sizeof(parts)) == 0 &&
 	    parts[0] == '{') {
 		/* Leadership is per partition: say what this agent owns. */
@@ -424,9 +448,10 @@ print_human(const char *json)
 		    sizeof(passigned));
 		client_json_member(parts, "members", pmembers, sizeof(pmembers));
 		printf("%s: owns %s of %s partitions (%s assigned to it, %s "
-		    "member%s), session %s; zkelectctl partitions shows each\n",
+		    "member%s), session %s; zkelectctl partitions shows each%s%s\n",
 		    id, powned, pcount, passigned, pmembers,
-		    strcmp(pmembers, "1") == 0 ? "" : "s", state);
+		    strcmp(pmembers, "1") == 0 ? "" : "s", state,
+		    warning[0] != '\0' ? "; WARNING: " : "", warning);
 		return;
 	}
 	printf("%s: %s", id, role);
@@ -472,6 +497,8 @@ print_human(const char *json)
 	    strcmp(dup, "true") == 0)
 		printf("; WARNING: id %s is also used by another agent in this "
 		    "election", id);
+	if (warning[0] != '\0')
+		printf("; WARNING: %s", warning);
 	printf("\n");
 }
 
@@ -1337,6 +1364,10 @@ main(int argc, char *argv[])
 		return members_cmd(argc, argv);
 	if (strcmp(cmd, "partitions") == 0)
 		return cmd_partitions(argc, argv);
+	if (strcmp(cmd, "lock") == 0 || strcmp(cmd, "elect") == 0)
+		return lock_cmd(cmd, argc, argv);
+	if (strcmp(cmd, "hold") == 0)
+		return hold_cmd(argc, argv);
 	fprintf(stderr, "zkelectctl: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

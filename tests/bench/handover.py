@@ -10,6 +10,13 @@ agent is restarted after each run so there are always two candidates.
 Then the same with `POST /v1/resign?hold=0s` on the leader's socket instead
 of SIGTERM (the resigned agent rejoins at the back at once).
 
+The one-shot, same run: two `zkelectctl elect --zookeeper HOST PATH NAME`
+(each a zkelectd configured by flags, running `zkelectctl hold`, which
+prints the epoch once it leads); SIGTERM the leader's, time until the other
+prints its epoch line: the same events as the reference's below. The
+stopped one is restarted each run, and the pair settled as the agents'
+are (the leader counts 2 candidates, the other follows it).
+
 Reference, same run: Debian's etcd (single node, loopback, temp dir) and two
 `etcdctl elect NAME PROPOSAL`; SIGTERM the leader's etcdctl, time until the
 other prints its proposal line (it then leads). The stopped etcdctl is
@@ -102,6 +109,104 @@ def run_zkelect(args):
             zk_wait_pair(leader, other, args.quiet)
     finally:
         aset.cleanup()
+        zk.cleanup()
+    return out
+
+
+# --------------------------------------------------------------------------
+# zkelect's one-shot: `zkelectctl elect`, beside `etcdctl elect`
+
+class OneShot:
+    """One `zkelectctl elect --zookeeper HOST PATH NAME`: after its exec, a
+    zkelectd configured by flags that runs `zkelectctl hold` while it leads.
+    A thread timestamps its stdout lines (the epoch, once it leads); another
+    reads its log (info) for its private socket, to settle on its status."""
+
+    def __init__(self, hostport, path, name, args):
+        self.hostport, self.path, self.name, self.args = hostport, path, name, args
+        self.proc = None
+        self.socket = None
+
+    def start(self):
+        self.socket = None
+        self.proc = subprocess.Popen(
+            [bl.ZKELECTCTL, "elect", "--zookeeper", self.hostport, "--session-timeout",
+             self.args.session_timeout, "--tick-time", "200ms", "--log-level", "info",
+             self.path, self.name],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, bufsize=0)
+        self.lines = queue.Queue()
+        threading.Thread(target=Elector._read, args=(self.proc, self.lines),
+                         daemon=True).start()
+        threading.Thread(target=self._log, args=(self.proc,), daemon=True).start()
+        return self
+
+    def _log(self, proc):
+        for line in proc.stderr:
+            text = line.decode(errors="replace")
+            if self.socket is None and "api: listening on " in text:
+                self.socket = text.rsplit("api: listening on ", 1)[1].strip()
+
+    def status(self):
+        return bl.zkharness.unix_request(self.socket, "GET", "/v1/status", timeout=2).json()
+
+    def wait_leads(self, timeout):
+        """Block until it prints its epoch; return that time."""
+        t, line = self.lines.get(timeout=timeout)
+        if line is None or not line.isdigit():
+            raise AssertionError("zkelectctl elect %s: %r (exit %s) before leading"
+                                 % (self.name, line, self.proc.poll()))
+        return t
+
+
+def oneshot_settle(leader, other, quiet):
+    """As zk_wait_pair: the leader leads and counts 2 candidates, the other
+    follows it; then `quiet` s with nothing done."""
+    def ok(e, pred):
+        if e.proc.poll() is not None:
+            raise bl.zkharness.PollAbort("zkelectctl elect %s exited (%s)"
+                                         % (e.name, e.proc.returncode))
+        if e.socket is None:
+            return False
+        try:
+            return pred(e.status())
+        except (OSError, ValueError):
+            return False
+    poll(lambda: ok(leader, lambda s: s.get("is_leader") and s.get("candidates") == 2) and
+         ok(other, lambda s: s.get("role") == "follower" and
+            (s.get("leader") or {}).get("id") == leader.name), 30, interval=0.01,
+         what="the one-shots settled")
+    bl.quiet(quiet)
+
+
+def run_oneshot(args):
+    zk = ZooKeeperServer(tick_ms=200, min_session_ms=400, max_session_ms=20000).start()
+    path = "/zkelect/bench-oneshot"
+    out = []
+    ea = eb = None
+    try:
+        ea = OneShot(zk.hostport, path, "os-a", args).start()
+        ea.wait_leads(30)
+        eb = OneShot(zk.hostport, path, "os-b", args).start()
+        leader, other = ea, eb
+        oneshot_settle(leader, other, args.quiet)
+        for i in range(args.warmup + args.runs):
+            t0 = time.monotonic()
+            leader.proc.send_signal(signal.SIGTERM)
+            t1 = other.wait_leads(20)
+            rc = leader.proc.wait(20)
+            if rc != 0:
+                raise AssertionError("zkelectctl elect %s exited %s on SIGTERM"
+                                     % (leader.name, rc))
+            if i >= args.warmup:
+                out.append(t1 - t0)
+            leader.start()
+            leader, other = other, leader
+            oneshot_settle(leader, other, args.quiet)
+    finally:
+        for e in (ea, eb):
+            if e is not None:
+                bl.stop_group(e.proc, signal.SIGTERM, wait=10)
         zk.cleanup()
     return out
 
@@ -298,6 +403,7 @@ def main():
               "started %.2f s after both candidates settled" % (args.runs, args.warmup,
                                                                args.quiet))
     zres = run_zkelect(args)
+    ores = run_oneshot(args)
     eres = None
     if not args.no_etcd:
         if shutil.which("etcd") and shutil.which("etcdctl"):
@@ -309,15 +415,16 @@ def main():
     print()
     print("%-44s %9s %9s %9s %9s" % ("", "median", "p95", "min", "max"))
     rows = [("zkelect SIGTERM -> successor /v1/leader 200", zres["sigterm"]),
-            ("zkelect resign?hold=0s -> successor 200", zres["resign"])]
+            ("zkelect resign?hold=0s -> successor 200", zres["resign"]),
+            ("zkelectctl elect SIGTERM -> other prints", ores)]
     if eres:
         rows.append(("etcdctl elect SIGTERM -> other prints", eres))
     for label, v in rows:
         m, p95, lo, hi = bl.summary_ms(v)
         print("%-44s %6.1f ms %6.1f ms %6.1f ms %6.1f ms" % (label, m, p95, lo, hi))
     print("(zkelect: a long poll of the successor's /v1/leader, waiting there before the "
-          "clock starts, answered the moment it leads; etcd: etcdctl's output read as it "
-          "comes)")
+          "clock starts, answered the moment it leads; zkelectctl elect and etcd: the "
+          "output read as it comes)")
     if eres:
         em = bl.summary_ms(eres)[0]
         zs = bl.summary_ms(zres["sigterm"])[0]
@@ -327,6 +434,8 @@ def main():
               (zs / em, "target met (<= 1)" if zs <= em else "target NOT met (> 1)"))
         print("ratio zkelect/etcd (median), resign:  %.2f   %s" %
               (zr / em, "target met (<= 1)" if zr <= em else "target NOT met (> 1)"))
+        zo = bl.summary_ms(ores)[0]
+        print("ratio zkelectctl elect/etcdctl elect (median): %.2f" % (zo / em))
     return 0
 
 

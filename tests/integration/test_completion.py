@@ -35,7 +35,8 @@ def complete(line, path=None, cwd=None):
 
 def test_verbs_and_options(tmp_path):
     assert complete("zkelectctl ") == sorted(
-        ["status", "is-leader", "wait", "resign", "run", "members", "partitions"])
+        ["status", "is-leader", "wait", "resign", "run", "members", "partitions", "lock",
+         "elect"])
     assert complete("zkelectctl s") == ["status"]
     assert complete("zkelectctl --so") == ["--socket"]
     assert complete("zkelectctl -s /run/x.sock w") == ["wait"]
@@ -45,7 +46,13 @@ def test_verbs_and_options(tmp_path):
     assert complete("zkelectctl is-leader -") == ["--partition", "--quiet", "-p", "-q"]
     assert complete("zkelectctl resign --h") == ["--hold"]
     assert complete("zkelectctl resign -") == ["--hold"]
-    assert complete("zkelectctl members -") == ["--config", "--json", "--timeout", "-c"]
+    assert complete("zkelectctl members -") == ["--config", "--json", "--timeout",
+                                                "--zookeeper", "-c"]
+    assert complete("zkelectctl lock --") == ["--", "--id", "--log-level",
+                                              "--session-timeout", "--tick-time",
+                                              "--verbose", "--zookeeper"]
+    assert complete("zkelectctl elect --z") == ["--zookeeper"]
+    assert complete("zkelectctl lock --log-level w") == ["warn"]
     assert complete("zkelectctl partitions -") == ["--json"]
     assert complete("zkelectctl wait --timeout ") == []
 
@@ -57,6 +64,7 @@ def test_file_names_and_commands(tmp_path):
     assert complete("zkelectctl members -c orders.y", cwd=str(tmp_path)) == ["orders.yaml"]
     # After `run ... --`: a command to run, from PATH.
     assert "true" in complete("zkelectctl run -q -- tru")
+    assert "true" in complete("zkelectctl lock --zookeeper zk:2181 /x -- tru")
 
 
 def test_partition_names_from_the_agent(tmp_path):

@@ -156,6 +156,58 @@ def test_every_metric_is_in_the_readme(tmp_path):
     assert missing == [], "metrics the agent exports but README's table omits: %s" % missing
 
 
+def ctl_verbs():
+    """The verbs zkelectctl's main() dispatches on."""
+    src = read("ctl/zkelectctl.c")
+    main = src[src.index("\nmain(int argc"):]
+    return sorted(set(re.findall(r'strcmp\(cmd, "([a-z-]+)"\) == 0', main)))
+
+
+def long_options(rel, table):
+    """The long options of a getopt table (`{ "name", ...`) in file rel,
+    in the array that follows `table`."""
+    src = read(rel)
+    block = src[src.index(table):]
+    block = block[:block.index("};")]
+    return re.findall(r'\{\s*"([a-z-]+)",', block)
+
+
+def man_text(rel):
+    return read(rel).replace("\\-", "-")
+
+
+def test_every_zkelectctl_verb_is_documented():
+    verbs = ctl_verbs()
+    assert {"status", "run", "members", "lock", "elect", "hold"} <= set(verbs), verbs
+    man, design = man_text("doc/zkelectctl.1"), read("doc/design.md")
+    missing = [v for v in verbs if not re.search(r"^\.B %s\b" % re.escape(v), man, re.M)
+               or "| `%s" % v not in design]
+    assert missing == [], "verbs zkelectctl runs but zkelectctl(1) (a .B VERB entry) or " \
+        "design.md's verb table omits: %s" % missing
+
+
+def test_every_zkelectd_flag_is_documented():
+    flags = [f[2:] for f in re.findall(r'\{ "(--[a-z-]+)", "[a-z_.]+" \}',
+                                       read("agent/main.c"))]
+    flags += long_options("agent/main.c", "longopts[5 + AGENT_NFLAGS] = {")
+    assert {"zookeeper", "path", "run-exit", "run-output", "config", "check-config"} \
+        <= set(flags), flags
+    man, design = man_text("doc/zkelectd.8"), read("doc/design.md")
+    missing = [f for f in flags if "--" + f not in man or
+               (f not in ("config", "check-config", "version", "help") and
+                "`--%s`" % f not in design)]
+    assert missing == [], "zkelectd flags not in zkelectd(8) or design.md: %s" % missing
+
+
+def test_every_lock_and_members_option_is_documented():
+    man = man_text("doc/zkelectctl.1")
+    opts = long_options("ctl/lock.c", "static const struct option opts[] = {")
+    opts += long_options("ctl/members.c", "static const struct option opts[] = {")
+    assert {"zookeeper", "session-timeout", "config"} <= set(opts), opts
+    missing = [o for o in opts if "--" + o not in man]
+    assert missing == [], "options of lock/elect/members not in zkelectctl(1): %s" % missing
+
+
 # --------------------------------------------------------------------------
 # What an operator must know to run the units (issue 32, item 6).
 
@@ -167,7 +219,7 @@ def readme_section(title):
     return text[start:start + 1 + end.start()] if end else text[start:]
 
 
-def man_text(rel):
+def man_plain(rel):
     """A man page as plain text: roff's requests and escapes dropped."""
     text = read(rel)
     text = re.sub(r"^\.(?:B|BI|BR|RB|IR|I|TP|PP|IP|RS|RE|nf|fi|EX|EE)\b ?", "", text, flags=re.M)
@@ -180,7 +232,7 @@ def man_text(rel):
 OPERATOR_DOCS = {
     "README.md": lambda: readme_section("systemd"),
     "debian/README.Debian": lambda: read("debian/README.Debian"),
-    "doc/zkelectd.8": lambda: man_text("doc/zkelectd.8"),
+    "doc/zkelectd.8": lambda: man_plain("doc/zkelectd.8"),
 }
 
 

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import threading
 
-from zkharness import ZKELECTCTL, SLOW, poll  # noqa: E402
+from zkharness import ZKELECTCTL, SLOW, ZooKeeperServer, poll  # noqa: E402
 
 
 
@@ -31,26 +31,38 @@ def test_raised_timeout_is_said(agents):
 
 
 def test_tick_time_above_half_the_timeout_refuses_to_lead(agents):
-    """tick_time 1.5 s against a 2 s session: ZooKeeper's defaults would not
-    negotiate that, the lease cannot be proven. a never answers true, says
-    why in its status and once in its log; b, configured right, leads."""
-    a = agents.new("a", session_timeout="2s", tick_time="1500ms")
-    s = a.wait_for(lambda s: s["session"]["state"] == "connected" and s["reason"],
-                   20 * SLOW, what="a to say why it does not lead")
-    assert "below twice zookeeper.tick_time" in s["reason"], s
-    assert s["is_leader"] is False
-    b = agents.new("b", session_timeout="2s")
-    b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b leads")
-    s = a.wait_for(lambda s: s["leader"] and s["leader"]["id"] == "b", 10 * SLOW,
-                   what="a to name b as the leader")
-    assert s["is_leader"] is False and s["position"] == -1, s
-    line = subprocess.run([ZKELECTCTL, "-s", a.socket, "status"], capture_output=True,
-                          text=True, timeout=10)
-    assert "not leading: session timeout below twice zookeeper.tick_time" in line.stdout, \
-        line.stdout + line.stderr
-    log = a.log_text(400000)
-    assert log.count("no lease can be proven, so this agent will not lead") == 1, log[-3000:]
-    assert log.count("election: not leading: session timeout below twice") == 1, log[-3000:]
+    """A server whose maxSessionTimeout (2 s) lowers the 4 s asked for, with
+    tick_time 1.5 s: the negotiated T is below twice tick_time, which
+    ZooKeeper's defaults would not negotiate, so the lease cannot be proven.
+    a never answers true, says why in its status and once in its log; b,
+    configured right, leads. (A file that asks for under 2 x tick_time
+    itself is refused by --check-config: tests/data/config/bad.)"""
+    zk = ZooKeeperServer(max_session_ms=2000).start()
+    try:
+        a = agents.new("a", session_timeout="4s", tick_time="1500ms",
+                       zk_hostport=zk.hostport)
+        s = a.wait_for(lambda s: s["session"]["state"] == "connected" and s["reason"],
+                       20 * SLOW, what="a to say why it does not lead")
+        assert s["session"]["timeout_ms"] == 2000, s
+        assert "below twice zookeeper.tick_time" in s["reason"], s
+        assert s["is_leader"] is False
+        b = agents.new("b", session_timeout="2s", zk_hostport=zk.hostport)
+        b.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="b leads")
+        s = a.wait_for(lambda s: s["leader"] and s["leader"]["id"] == "b", 10 * SLOW,
+                       what="a to name b as the leader")
+        assert s["is_leader"] is False and s["position"] == -1, s
+        line = subprocess.run([ZKELECTCTL, "-s", a.socket, "status"], capture_output=True,
+                              text=True, timeout=10)
+        assert "not leading: session timeout below twice zookeeper.tick_time" in \
+            line.stdout, line.stdout + line.stderr
+        log = a.log_text(400000)
+        assert log.count("no lease can be proven, so this agent will not lead") == 1, \
+            log[-3000:]
+        assert log.count("election: not leading: session timeout below twice") == 1, \
+            log[-3000:]
+    finally:
+        agents.cleanup()
+        zk.cleanup()
 
 
 def test_server_kind_in_status(agents):
@@ -67,8 +79,12 @@ class NoSrvrProxy:
     itself answers srvr whatever 4lw.commands.whitelist says; a TLS-only
     port, or a tunnel, would not)."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream, refuse_probe=False):
         self.upstream = upstream
+        # Also close a connection whose ConnectRequest asks for a 1 ms
+        # session (probe.c's), as if nothing could be learned from it.
+        self.refuse_probe = refuse_probe
+        self.probes_refused = 0
         self.lsock = socket.socket()
         self.lsock.bind(("127.0.0.1", 0))
         self.lsock.listen(16)
@@ -90,6 +106,10 @@ class NoSrvrProxy:
         if first.startswith(b"srvr"):
             self.refused += 1
             c.sendall(b"srvr is not executed because it is not in the whitelist.\n")
+            c.close()
+            return
+        if self.refuse_probe and len(first) >= 20 and first[16:20] == b"\0\0\0\x01":
+            self.probes_refused += 1
             c.close()
             return
         host, port = self.upstream.split(":")
@@ -118,19 +138,72 @@ class NoSrvrProxy:
         self.lsock.close()
 
 
-def test_server_that_will_not_say_is_taken_for_voting(agents, zk_hostport):
-    """srvr refused: the agent cannot tell an observer from a voting
-    server; it leads, reports the server unknown, and says once what it
-    assumes."""
+def test_server_that_will_not_say_is_known_by_the_ensembles_config(agents, zk_hostport):
+    """srvr refused: the ensemble's config (/zookeeper/config, read in the
+    probe's own session) lists no observer, so every server votes: the
+    agent leads, reports the server voting, and warns of nothing. (Before
+    the config was read it reported "unknown" and warned.)"""
     p = NoSrvrProxy(zk_hostport)
     try:
         a = agents.new("a", zk_hostport=p.hostport)
         s = a.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="a leads")
-        assert s["session"]["server"] == "unknown", s
+        s = a.wait_for(lambda s: s["session"]["server"] != "unknown", 10 * SLOW,
+                       what="the probe to end")
+        assert s["session"]["server"] == "voting", s
         assert p.refused >= 1
+        log = a.log_text(200000)
+        assert "cannot tell whether" not in log, log[-3000:]
+        assert "lists no observer" in log
+    finally:
+        p.close()
+
+
+def test_server_that_will_not_say_is_taken_for_voting(agents, zk_hostport):
+    """srvr refused and the probe's session closed (nothing learned of the
+    ensemble): the agent cannot tell an observer from a voting server; it
+    leads, reports the server unknown, and says once what it assumes, and
+    that the lease assumes tickTime up to T/2."""
+    p = NoSrvrProxy(zk_hostport, refuse_probe=True)
+    try:
+        a = agents.new("a", zk_hostport=p.hostport)
+        s = a.wait_for(lambda s: s["is_leader"], 30 * SLOW, what="a leads")
+        assert s["session"]["server"] == "unknown", s
+        assert s["session"]["tick_bound_from"] == "assumed", s
+        assert s["session"]["tick_bound_ms"] == 1000, s
+        assert p.refused >= 1 and p.probes_refused >= 1
         log = a.log_text(200000)
         assert log.count("cannot tell whether %s is an observer" % p.hostport) == 1, \
             log[-3000:]
         assert "allow srvr" in log
+        assert log.count("cannot learn the servers' minSessionTimeout") == 1, log[-3000:]
     finally:
         p.close()
+
+
+def test_tick_bound_learned_from_the_servers(agents):
+    """No zookeeper.tick_time (the default): the agent learns that tickTime
+    is at most 200 ms (the harness's servers: minSessionTimeout 400 ms)
+    and says where its bound comes from; stated below that (20 ms, 10x
+    too low), the status and the log warn and the servers' bound counts."""
+    a = agents.new("a", tick_time="")
+    s = a.wait_for(lambda s: s["session"]["tick_bound_from"] == "servers",
+                   20 * SLOW, what="a to learn the bound")
+    assert s["session"]["tick_bound_ms"] == 200, s
+    assert s["session"]["min_session_timeout_ms"] == 400, s
+    assert s["session"]["warning"] is None, s
+    b = agents.new("b", tick_time="20ms")
+    s = b.wait_for(lambda s: s["session"]["warning"] is not None, 20 * SLOW,
+                   what="b to warn of its tick_time")
+    assert s["session"]["tick_bound_ms"] == 200, s
+    assert s["session"]["tick_bound_from"] == "servers", s
+    assert "zookeeper.tick_time (20 ms) is below" in s["session"]["warning"], s
+    line = subprocess.run([ZKELECTCTL, "-s", b.socket, "status"],
+                          capture_output=True, text=True, timeout=10 * SLOW)
+    assert "tick_time (20 ms) is below" in line.stdout, line.stdout
+    log = b.log_text(200000)
+    assert log.count("zookeeper.tick_time (20 ms) is below what") == 1, log[-3000:]
+    c = agents.new("c", tick_time="300ms")
+    s = c.wait_for(lambda s: s["session"]["min_session_timeout_ms"] is not None,
+                   20 * SLOW, what="c to learn the servers' limits")
+    assert s["session"]["tick_bound_from"] == "tick_time", s
+    assert s["session"]["tick_bound_ms"] == 300 and s["session"]["warning"] is None, s

@@ -148,6 +148,7 @@ agent_run_cb(void *p, uint64_t incarnation)
 		ev.sent = m->sent;
 		ev.deleted = m->deleted;
 		ev.server = m->server;
+		ev.min_timeout_ms = m->min_timeout_ms;
 		if (m->type == EV_NOTIFIED)
 			ev.told = (uint64_t)m->zxid;
 		agent_feed(a, &ev);
@@ -224,6 +225,9 @@ driver_srvr_cb(void *p, uint64_t conn_id)
 	m = inmsg_new(h->id, EV_SERVER);
 	m->server = S->servers[h->conn->server].observer ? SERVER_OBSERVER :
 	    SERVER_VOTING;
+	/* probe.c's session of 1 ms: the server's minSessionTimeout, 2 ticks
+	 * (ZooKeeper's default), unless this seed's probes fail. */
+	m->min_timeout_ms = S->no_learn || S->learn_fails ? 0 : 2 * S->tick_ms;
 	agent_push(driver_agent(h), m);
 }
 
@@ -453,7 +457,7 @@ driver_req(struct agent *a, const struct zkplan *p,
 		abort();
 	r->kind = c->answers ? driver_kinds[p->what] :
 	    c->type == ZKC_SYNC ? K_SYNC : K_NONE;
-	r->gen = a->e.gen;
+	r->gen = a->e->gen;
 	snprintf(r->name, sizeof(r->name), "%s", p->name);
 	r->req.kind = r->kind;
 	r->req.type = zops[c->type];
@@ -487,7 +491,7 @@ driver_plan(struct agent *a, const struct election_action *x)
 	struct creq *r;
 	int i, sub = 0;
 
-	if (zkplan_build(x, DRIVER_PATH, DRIVER_PREFIX, a->e.uuid, &plan) == -1)
+	if (zkplan_build(x, DRIVER_PATH, DRIVER_PREFIX, a->e->uuid, &plan) == -1)
 		abort();	/* the model's names are short */
 	if (zkplan_answers(&plan) > 1) {
 		g = calloc(1, sizeof(*g));
@@ -517,61 +521,61 @@ agent_exit(struct agent *a)
 	agent_clear_inbox(a);
 	a->paused = false;
 	a->stopping = false;
-	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER) {
+	if (election_role_at(a->e, agent_now_ms(a)) == ELECTION_LEADER) {
 		a->lead_end = S->now;
-		a->lead_T_ms = a->e.timeout_ms;
+		a->lead_T_ms = a->e->timeout_ms;
 	}
 	fault_heal_at(S->now + a->restart_after);
 	sim_at(S->now + a->restart_after, agent_restart_cb, a, a->incarnation);
 }
 
+/* zk_perform: what a fleet step asks. */
 static void
-driver_perform(struct agent *a, const struct election_action *x)
+driver_perform(struct agent *a, const struct fleet_actions *out)
 {
-	struct handle *h = a->h;
+	const struct election_action *x;
+	uint64_t incarnation = a->incarnation;
+	int i;
 
-	switch (x->type) {
-	case ACT_CREATE_PARENT:
-	case ACT_CREATE:
-	case ACT_LIST:
-	case ACT_WATCH_CHILDREN:
-	case ACT_WATCH_PRED:
-	case ACT_WATCH_SELF:
-	case ACT_GET_OWNER:
-	case ACT_CLAIM:
-	case ACT_RELEASE:
-	case ACT_RENEW:
-	case ACT_WATCH_CLAIM:
-	case ACT_READ_CLAIM:
-	case ACT_CHECK_AHEAD:
-	case ACT_READ_SUCCESSOR:
-		driver_plan(a, x);
-		break;
-	case ACT_KICK:
-		sim_trace("%s: kicks its connection", a->id);
-		client_kick(h);
-		break;
-	case ACT_NEW_SESSION:
-		client_close(h, true);
-		a->h = client_open(a->idx);
-		break;
-	case ACT_NOTIFY:
-		if (x->wait) {
-			stime d = a->next_hook_us != 0 ? a->next_hook_us : a->hook_us;
+	for (i = 0; i < out->n && a->running && a->incarnation == incarnation;
+	    i++) {
+		x = &out->a[i].a;
+		switch (out->a[i].type) {
+		case FACT_ELECTION:
+			if (x->type != ACT_NOTIFY) {
+				driver_plan(a, x);
+				break;
+			}
+			if (x->wait) {
+				stime d = a->next_hook_us != 0 ? a->next_hook_us :
+				    a->hook_us;
 
-			a->next_hook_us = 0;
-			a->telling = true;
-			if (x->told > a->told_owed)
-				a->told_owed = x->told;
-			/* The app is told of this loss (and of those before it)
-			 * after d: the acknowledgement carries its number. */
-			sim_at(S->now + d, notified_cb, a,
-			    a->incarnation << 32 | (x->told & 0xffffffffu));
+				a->next_hook_us = 0;
+				a->telling = true;
+				if (x->told > a->told_owed)
+					a->told_owed = x->told;
+				/* The app is told of this loss (and of those
+				 * before it) after d: the acknowledgement
+				 * carries its number. */
+				sim_at(S->now + d, notified_cb, a,
+				    a->incarnation << 32 |
+				    (x->told & 0xffffffffu));
+			}
+			break;
+		case FACT_KICK:
+			sim_trace("%s: kicks its connection", a->id);
+			client_kick(a->h);
+			break;
+		case FACT_NEW_SESSION:
+			client_close(a->h, true);
+			a->h = client_open(a->idx);
+			break;
+		case FACT_EXIT:
+			agent_exit(a);
+			break;
+		default:
+			break;		/* no member node in one election */
 		}
-		break;
-	case ACT_EXIT:
-		agent_exit(a);
-		break;
 	}
 }
 
@@ -632,7 +636,7 @@ static void agent_tick_cb(void *p, uint64_t ver);
 static void
 agent_schedule_tick(struct agent *a)
 {
-	uint64_t t = election_next_tick(&a->e);
+	uint64_t t = fleet_next_tick(&a->f);
 
 	a->tick_ver++;
 	if (t == 0 || !a->running)
@@ -641,10 +645,9 @@ agent_schedule_tick(struct agent *a)
 	sim_at(agent_true_at(a, t * 1000) + sim_below(300), agent_tick_cb, a,
 	    a->tick_ver);
 }
-
 static void
-agent_trace_step(const struct agent *a, const struct election_event *ev,
-    const struct election *before, const struct election_actions *out)
+agent_trace_step(const struct agent *a, const struct election *before,
+    const struct election_actions *out)
 {
 	char acts[1024];
 	int i, off = 0;
@@ -666,30 +669,53 @@ agent_trace_step(const struct agent *a, const struct election_event *ev,
 			break;
 	}
 	sim_trace("%s: %s%s%s rc=%d gen=%" PRIu64 " | %s/%s -> %s/%s lease %"
-	    PRIu64 " (now %" PRIu64 ") |%s", a->id, event_name(ev->type),
-	    ev->name != NULL ? " " : "", ev->name != NULL ? ev->name : "",
-	    ev->rc, ev->gen, election_phase_name(before->phase),
-	    election_role_name(before->role), election_phase_name(a->e.phase),
-	    election_role_name(a->e.role), a->e.lease_deadline, ev->now, acts);
+	    PRIu64 " (now %" PRIu64 ") |%s", a->id, event_name(a->ev_type),
+	    a->ev_name != NULL ? " " : "", a->ev_name != NULL ? a->ev_name : "",
+	    a->ev_rc, a->ev_gen, election_phase_name(before->phase),
+	    election_role_name(before->role), election_phase_name(a->e->phase),
+	    election_role_name(a->e->role), a->e->lease_deadline, a->e->now,
+	    acts);
 }
 
+/* fleet.c stepped the election (its stepped callback): trace, check. */
+static void
+agent_stepped(void *arg, struct part *pt, const struct election *before,
+    const struct election_actions *out)
+{
+	struct agent *a = arg;
+
+	S->st.steps++;
+	if (S->verbose)
+		agent_trace_step(a, before, out);
+	check_step(a, before, out);
+}
+
+/* One event, as zk_apply makes it a fleet event, and what it asks. */
 static void
 agent_feed(struct agent *a, struct election_event *ev)
 {
-	struct election_actions out;
-	struct election before;
-	uint64_t incarnation = a->incarnation;
-	int i;
+	struct fleet_actions out;
+	struct fleet_event fev;
 
-	memset(&out, 0, sizeof(out));
-	memcpy(&before, &a->e, sizeof(before));
-	election_step(&a->e, ev, &out);
-	S->st.steps++;
-	if (S->verbose)
-		agent_trace_step(a, ev, &before, &out);
-	check_step(a, &before, &out);
-	for (i = 0; i < out.n && a->running && a->incarnation == incarnation; i++)
-		driver_perform(a, &out.a[i]);
+	memset(&fev, 0, sizeof(fev));
+	fev.ev = *ev;
+	fev.part = 0;
+	switch (ev->type) {
+	case EV_SESSION:	fev.type = FEV_SESSION; break;
+	case EV_SERVER:		fev.type = FEV_SERVER; break;
+	case EV_NOTIFIED:	fev.type = FEV_NOTIFIED; break;
+	case EV_TICK:		fev.type = FEV_TICK; break;
+	case EV_RESIGN:		fev.type = FEV_RESIGN; break;
+	case EV_STOP:		fev.type = FEV_STOP; break;
+	default:		fev.type = FEV_ELECTION; break;
+	}
+	a->ev_type = ev->type;
+	a->ev_name = ev->name;
+	a->ev_rc = ev->rc;
+	a->ev_gen = ev->gen;
+	out.n = 0;
+	fleet_step(&a->f, &fev, &out);
+	driver_perform(a, &out);
 	if (a->running)
 		agent_schedule_tick(a);
 }
@@ -729,6 +755,8 @@ agent_tick_cb(void *p, uint64_t ver)
 void
 agent_start(struct agent *a)
 {
+	struct config conf;
+
 	agent_clear_inbox(a);
 	a->running = true;
 	a->paused = false;
@@ -741,14 +769,20 @@ agent_start(struct agent *a)
 	a->resigned_at = 0;
 	a->end_lapsed = false;
 	a->expired_at = 0;
-	election_init(&a->e, a->id, NULL, a->candidate);
+	memset(&conf, 0, sizeof(conf));
+	conf.election_id = a->id;
+	conf.election_path = (char *)(uintptr_t)DRIVER_PATH;
+	conf.election_candidate = a->candidate;
+	conf.zk_tick_ms = S->tick_known ? (uint64_t)(S->tick_ms /
+	    S->understate) : 0;
+	fleet_init(&a->f, &conf, agent_uuid, a);
+	a->f.stepped = agent_stepped;
+	a->f.stepped_arg = a;
+	a->e = &a->f.parts[0].e;
 	if (S->legacy) {
-		a->e.renew_div = 3;
-		a->e.lease_naive = true;
+		a->e->renew_div = 3;
+		a->e->lease_naive = true;
 	}
-	a->e.tick_ms = S->tick_known ? S->tick_ms : 0;
-	a->e.uuid_gen = agent_uuid;
-	a->e.uuid_arg = a;
 	sim_trace("%s: starts (incarnation %" PRIu64 ")", a->id,
 	    a->incarnation);
 	a->h = client_open(a->idx);
@@ -761,7 +795,7 @@ agent_restart_cb(void *p, uint64_t incarnation)
 
 	if (a->running || incarnation != a->incarnation)
 		return;
-	election_free(&a->e);
+	fleet_free(&a->f);
 	agent_start(a);
 }
 
@@ -829,9 +863,9 @@ agent_crash(struct agent *a, stime restart_after)
 		return;
 	sim_trace("%s: CRASHES (restart in %" PRIu64 " ms)", a->id,
 	    restart_after / 1000);
-	if (election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER) {
+	if (election_role_at(a->e, agent_now_ms(a)) == ELECTION_LEADER) {
 		a->lead_end = S->now;
-		a->lead_T_ms = a->e.timeout_ms;
+		a->lead_T_ms = a->e->timeout_ms;
 	}
 	client_close(a->h, false);
 	a->running = false;
@@ -906,5 +940,5 @@ void
 agent_free(struct agent *a)
 {
 	agent_clear_inbox(a);
-	election_free(&a->e);
+	fleet_free(&a->f);
 }

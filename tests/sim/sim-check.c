@@ -28,7 +28,7 @@ static bool
 check_leads(const struct agent *a)
 {
 	return a->running &&
-	    election_role_at(&a->e, agent_now_ms(a)) == ELECTION_LEADER;
+	    election_role_at(a->e, agent_now_ms(a)) == ELECTION_LEADER;
 }
 
 /* When the lease of a leader that has not stepped down lapses, in true
@@ -64,7 +64,7 @@ check_margin(int T_ms)
 static void
 check_term_start(struct agent *a)
 {
-	const struct election *e = &a->e;
+	const struct election *e = a->e;
 	const struct txn *t;
 	const struct agent *b, *prev = NULL;
 	stime end, prev_end = 0;
@@ -124,15 +124,15 @@ check_term_start(struct agent *a)
 		b = &S->agents[i];
 		if (b == a)
 			continue;
-		if (b->running && b->e.role == ELECTION_LEADER) {
-			end = check_lapse_at(b, b->e.lease_deadline);
+		if (b->running && b->e->role == ELECTION_LEADER) {
+			end = check_lapse_at(b, b->e->lease_deadline);
 			if (end > S->now)
 				continue;	/* an overlap: reported below */
 			if (end >= prev_end) {
 				prev_end = end;
 				prev = b;
 				lapsed = true;
-				prev_T = b->e.timeout_ms;
+				prev_T = b->e->timeout_ms;
 			}
 		} else if (b->lead_end != 0 && b->lead_end >= prev_end) {
 			prev_end = b->lead_end;
@@ -217,16 +217,16 @@ check_note_leaders(void)
 		sim_fail("two leaders at once: %s (epoch 0x%" PRIx64 ", lease "
 		    "until %" PRIu64 ", its clock %" PRIu64 ") and %s (epoch 0x%"
 		    PRIx64 ", lease until %" PRIu64 ", its clock %" PRIu64 ")",
-		    l[0]->id, l[0]->e.epoch, l[0]->e.lease_deadline,
-		    agent_now_ms(l[0]), l[1]->id, l[1]->e.epoch,
-		    l[1]->e.lease_deadline, agent_now_ms(l[1]));
+		    l[0]->id, l[0]->e->epoch, l[0]->e->lease_deadline,
+		    agent_now_ms(l[0]), l[1]->id, l[1]->e->epoch,
+		    l[1]->e->lease_deadline, agent_now_ms(l[1]));
 }
 
 void
 check_step(struct agent *a, const struct election *before,
     const struct election_actions *out)
 {
-	const struct election *e = &a->e;
+	const struct election *e = a->e;
 	bool telling = a->telling;
 	int i;
 
@@ -354,7 +354,7 @@ check_liveness_cb(void *p, uint64_t arg)
 
 			off += snprintf(who + off, sizeof(who) - (size_t)off,
 			    " %s:%s@s%d%s%s", b->id,
-			    election_phase_name(b->e.phase), sv,
+			    election_phase_name(b->e->phase), sv,
 			    sv >= 0 && S->servers[sv].observer ? "(observer)" : "",
 			    b->only_observers ? "[observers only]" : "");
 		}
@@ -400,7 +400,7 @@ check_final_cb(void *p, uint64_t arg)
 			a = &S->agents[j];
 			if (a->running && a->h != NULL &&
 			    a->h->session_id == t->child[i].owner &&
-			    strcmp(a->e.node, t->child[i].name) == 0)
+			    strcmp(a->e->node, t->child[i].name) == 0)
 				break;
 		}
 		if (j == S->nagents)

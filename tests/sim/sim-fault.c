@@ -109,7 +109,7 @@ fault_pick_agent(bool leader_first)
 	if (leader_first && sim_chance(60))
 		for (i = 0; i < S->nagents; i++) {
 			a = &S->agents[i];
-			if (a->running && a->e.role == ELECTION_LEADER)
+			if (a->running && a->e->role == ELECTION_LEADER)
 				return a;
 		}
 	for (i = 0; i < S->nagents; i++)
@@ -242,7 +242,7 @@ fault_others_lead(const struct agent *a)
 	for (i = 0; i < S->nagents; i++)
 		if (&S->agents[i] != a && S->agents[i].running &&
 		    S->agents[i].candidate && !S->agents[i].stopping &&
-		    S->agents[i].e.phase != PHASE_HOLDING)
+		    S->agents[i].e->phase != PHASE_HOLDING)
 			return true;
 	return false;
 }
@@ -427,7 +427,7 @@ fault_fire_cb(void *p, uint64_t kind)
 		 * relays before it stops. */
 		for (i = 0, a = NULL; i < S->nagents; i++)
 			if (S->agents[i].running &&
-			    S->agents[i].e.role == ELECTION_LEADER)
+			    S->agents[i].e->role == ELECTION_LEADER)
 				a = &S->agents[i];
 		if (a == NULL || a->h == NULL || a->h->conn == NULL ||
 		    (s = a->h->conn->server) == zk_leader() ||
@@ -508,7 +508,7 @@ fault_stop_after_reply(struct conn *c, const struct zreq *r)
 
 	if (F.worst_until < S->now || c->server == zk_leader() ||
 	    S->servers[c->server].deposed || r->kind != K_RENEW ||
-	    r->sub != 2 || a->e.role != ELECTION_LEADER ||
+	    r->sub != 2 || a->e->role != ELECTION_LEADER ||
 	    S->part_as[c->agent][c->server])
 		return false;
 	if (F.worst_skip > 0) {

@@ -33,7 +33,10 @@
 #include <zookeeper/zookeeper.h>
 
 #include "assign.h"
+#include "config.h"
 #include "election.h"
+#include "fleet.h"
+#include "log.h"
 #include "zkplan.h"
 
 #define PA_MAX		6	/* agents */
@@ -277,43 +280,21 @@ struct item {
 	char		*name, *data, **names;
 };
 
-struct member {
-	char		 name[NAME];
-	int64_t		 seq;
-	char		 id[ELECTION_ID_MAX];
-	bool		 known;
-};
 
 struct pagent {
 	int		 idx;
 	char		 id[16];
-	bool		 started, running, paused, stopping, leaving;
+	bool		 started, running, paused, stopping;
 	uint64_t	 inc;
 	int64_t		 offset_us;
 	int		 ppm;
 	stime		 hook_us;
 	stime		 restart_after;	/* 0 = do not come back */
-	struct election	 e[PP_MAX];
-	bool		 assigned[PP_MAX];
-	char		 leader[PP_MAX][ELECTION_ID_MAX];
+	struct fleet	 f;		/* its session and partitions (fleet.c) */
 	struct phandle	*h;
 	struct item	*in_head, **in_tail;
 	bool		 run_sched;
-	uint64_t	 tick_ver, srenew_ver;
-	/* zk.c's partition state */
-	bool		 new_session_owed;
-	uint64_t	 last_kick_at;
-	int64_t		 member_session;
-	char		 member_node[NAME];
-	bool		 member_creating;
-	struct member	 members[PM_MAX];
-	int		 nmembers;
-	uint64_t	 member_gen;
-	int		 member_reads;
-	bool		 parts_stopping, assign_owed, parts_stopped;
-	bool		 srenew_inflight, srenew_kicked;
-	uint64_t	 srenew_sent, srenew_next;
-	int		 count;		/* members as last assigned */
+	uint64_t	 tick_ver;
 	/* checks */
 	uint64_t	 last_tick_ms, ticks_same_ms;
 };
@@ -389,6 +370,7 @@ static struct psim *S;
  */
 #define P_PATH		"/zkelect"
 #define P_PARTS		P_PATH "/partitions/"
+#define P_MEMBERS	P_PATH "/members"
 
 /* --break: a deliberately broken variant, which the checks must catch:
  * "lease", the answer ignores the lease (is_leader = the role alone);
@@ -396,9 +378,6 @@ static struct psim *S;
 static int opt_break;
 #define BREAK_LEASE	1
 #define BREAK_STICKY	2
-/* --no-recreate: the member node is created once per session only (zk.c
- * before the fix: an agent whose create was lost never joined). */
-static bool opt_no_recreate;
 /* --failover: the ZooKeeper leader's failure is one of the faults drawn
  * (without it, the draws, and so every seed, are as before). */
 static bool opt_failover;
@@ -422,11 +401,6 @@ static unsigned opt_shapes;
 
 static void p_client_drop(struct phandle *, bool eof);
 static void p_agent_push(struct pagent *, struct item *);
-static void p_feed_part(struct pagent *, int, struct election_event *);
-static void p_members_assign(struct pagent *);
-static void p_members_list(struct pagent *);
-static void p_srenew_schedule(struct pagent *);
-static void p_parts_check_stop(struct pagent *);
 static void p_schedule_tick(struct pagent *);
 static void p_check_owners(int part);
 static void p_check_settled(void);
@@ -1253,7 +1227,7 @@ p_depose(void)
 		    !a->h->conn->dep)
 			continue;
 		for (k = 0; k < S->nparts; k++)
-			if (a->e[k].role == ELECTION_LEADER)
+			if (a->f.parts[k].e.role == ELECTION_LEADER)
 				break;
 		if (k < S->nparts) {
 			S->dep_under++;
@@ -2102,6 +2076,9 @@ p_srvr_cb(void *p, uint64_t conn_id)
 	it->ev.type = EV_SERVER;
 	it->ev.server = S->srv[h->conn->server].observer ? SERVER_OBSERVER :
 	    SERVER_VOTING;
+	/* probe.c's session of 1 ms: minSessionTimeout, 2 ticks, unless this
+	 * seed's probes learn nothing (one seed in ten). */
+	it->ev.min_timeout_ms = S->seed % 10 == 7 ? 0 : 2 * S->tick_ms;
 	p_agent_push(a, it);
 }
 
@@ -2208,8 +2185,8 @@ h_close(struct phandle *h, bool send_close)
 }
 
 static struct pcreq *
-h_req(struct pagent *a, int part, enum kind kind, enum op type, int tree,
-    const char *name)
+h_req(struct pagent *a, int part, uint64_t gen, enum kind kind, enum op type,
+    int tree, const char *name)
 {
 	struct pcreq *r = calloc(1, sizeof(*r));
 
@@ -2217,7 +2194,7 @@ h_req(struct pagent *a, int part, enum kind kind, enum op type, int tree,
 		abort();
 	r->kind = kind;
 	r->part = part;
-	r->gen = part >= 0 ? a->e[part].gen : a->member_gen;
+	r->gen = gen;
 	snprintf(r->name, NAME, "%s", name != NULL ? name : "");
 	r->req.tree = tree;
 	r->req.nops = 1;
@@ -2239,7 +2216,7 @@ h_op(struct pop *op, enum op type, const char *name, const char *data,
 	op->datalen = datalen > 0 ? datalen : 0;
 }
 
-/* --- The agents: zk.c's partition driving --- */
+/* --- The agents: fleet.c, driven as zk.c drives it --- */
 
 static void
 a_uuid(char out[ELECTION_UUID_LEN + 1], void *arg)
@@ -2290,22 +2267,30 @@ p_exit(struct pagent *a, uint64_t linger_ms);
 
 static void p_notified_cb(void *p, uint64_t arg);
 
-/* The tree of path, a partition's node or one of its children, and the
- * name of that node in it. */
+/*
+ * The tree of path and the name of the node in it: tree 0 the members
+ * (P_MEMBERS and its children), tree part + 1 a partition's election node
+ * and its children; a path is a node's name in its tree, "" for the
+ * tree's node. PART is the part a plan is for, -1 for the members.
+ */
 static int
 p_plan_node(int part, const char *path, char name[NAME])
 {
 	char base[CONFIG_ZK_PATH_MAX];
+	int tree = part + 1;
 	size_t n;
 
-	snprintf(base, sizeof(base), P_PARTS "%s", S->pname[part]);
+	if (part < 0)
+		snprintf(base, sizeof(base), "%s", P_MEMBERS);
+	else
+		snprintf(base, sizeof(base), P_PARTS "%s", S->pname[part]);
 	n = strlen(base);
 	if (strncmp(path, base, n) != 0 || (path[n] != '\0' && path[n] != '/'))
 		abort();
 	if (snprintf(name, NAME, "%s", path[n] == '\0' ? "" : path + n + 1) >=
 	    NAME)
 		abort();
-	return part + 1;
+	return tree;
 }
 
 /* zk.c's kinds (zk_plan_kinds) and watch contexts (zk_plan_watches). */
@@ -2315,24 +2300,26 @@ static const enum kind p_plan_kinds[] = {
 	[ZKF_OWNER] = K_OWNER, [ZKF_CLAIM] = K_CLAIM, [ZKF_RENEW] = K_RENEW,
 	[ZKF_CLAIM_DATA] = K_CLAIM_DATA, [ZKF_SUCCESSOR] = K_SUCCESSOR,
 	[ZKF_RELEASE] = K_RELEASE, [ZKF_SELF_SET] = K_SELF_SET,
-	[ZKF_AHEAD] = K_AHEAD,
+	[ZKF_AHEAD] = K_AHEAD, [ZKF_MEMBER_CREATE] = K_MCREATE,
+	[ZKF_MEMBERS] = K_MLIST, [ZKF_MEMBER_DATA] = K_MDATA,
+	[ZKF_MEMBER_DELETE] = K_MDELETE, [ZKF_SESSION_RENEW] = K_SRENEW,
 };
 
 static const enum ctx p_plan_ctxs[] = {
 	[ZKW_PRED] = C_PRED, [ZKW_SELF] = C_SELF, [ZKW_CLAIM] = C_CLAIM,
-	[ZKW_CHILDREN] = C_CHILD,
+	[ZKW_CHILDREN] = C_CHILD, [ZKW_MEMBERS] = C_MEMBERS,
 };
 
 /* One call of a plan as the model's request (zk_plan_send). */
 static struct pcreq *
-p_plan_req(struct pagent *a, int part, const struct zkplan *p,
+p_plan_req(struct pagent *a, int part, uint64_t gen, const struct zkplan *p,
     const struct zkplan_call *c)
 {
 	static const enum op ops[] = {
 		[ZKC_CREATE] = O_CREATE_PARENT, [ZKC_CREATE_SEQ] = O_CREATE,
 		[ZKC_SYNC] = O_SYNC, [ZKC_GET] = O_GET,
 		[ZKC_EXISTS] = O_EXISTS, [ZKC_CHILDREN] = O_CHILDREN,
-		[ZKC_MULTI] = O_MULTI,
+		[ZKC_MULTI] = O_MULTI, [ZKC_DELETE] = O_DELETE,
 	};
 	static const enum op items[] = {
 		[ZKI_CHECK] = O_CHECK, [ZKI_SET] = O_SET, [ZKI_DELETE] = O_DELETE,
@@ -2342,7 +2329,7 @@ p_plan_req(struct pagent *a, int part, const struct zkplan *p,
 	int i, tree;
 
 	tree = p_plan_node(part, c->path, name);
-	r = h_req(a, part, c->answers ? p_plan_kinds[p->what] : K_NONE,
+	r = h_req(a, part, gen, c->answers ? p_plan_kinds[p->what] : K_NONE,
 	    ops[c->type], tree, name);
 	snprintf(r->name, NAME, "%s", p->name);
 	h_op(&r->req.op[0], ops[c->type], name, c->data, c->datalen);
@@ -2364,42 +2351,35 @@ p_plan_req(struct pagent *a, int part, const struct zkplan *p,
 }
 
 /*
- * Submits the calls of action x's plan (agent/zkplan.c) for partition
- * part, in order, as zk_plan_run does; the model's client refuses nothing
- * (a closed handle fails each call). A create with its parents creates
- * the partition's node only: zk.c's creates of its ancestors, whose
- * replies it ignores, are not sent (sim-agent.c does the same). Several
- * answering calls (the renewal) share one aggregate: the last to complete
+ * Submits a plan's calls (agent/zkplan.c) for part (-1: the members), in
+ * order, as zk_plan_run does; the model's client refuses nothing (a
+ * closed handle fails each call). Creates whose replies zk.c ignores (the
+ * ancestors of a path, the members' and partitions' nodes) are not sent:
+ * the model holds those nodes already (sim-agent.c does the same). Several
+ * answering calls (a renewal) share one aggregate: the last to complete
  * reports.
  */
 static void
-p_plan(struct pagent *a, int part, const struct election_action *x)
+p_plan_run(struct pagent *a, int part, uint64_t gen, const struct zkplan *plan)
 {
-	struct election *e = &a->e[part];
-	char path[CONFIG_ZK_PATH_MAX], prefix[CONFIG_ZK_PATH_MAX];
 	const struct zkplan_call *c;
-	struct zkplan plan;
 	struct agg *g = NULL;
 	struct pcreq *r;
 	int i, sub = 0;
 
-	if (snprintf(path, sizeof(path), P_PARTS "%s", S->pname[part]) >=
-	    (int)sizeof(path) || snprintf(prefix, sizeof(prefix), "%s/_c_",
-	    path) >= (int)sizeof(prefix))
-		abort();
-	if (zkplan_build(x, path, prefix, e->uuid, &plan) == -1)
-		abort();	/* the model's names are short */
-	if (plan.what == ZKF_NONE)
+	if (plan->what == ZKF_NONE)
 		return;
-	if (zkplan_answers(&plan) > 1) {
+	if (zkplan_answers(plan) > 1) {
 		if ((g = calloc(1, sizeof(*g))) == NULL)
 			abort();
-		g->refs = zkplan_answers(&plan);
+		g->refs = zkplan_answers(plan);
 		g->failed_op = -1;
 	}
-	for (i = 0; i < plan.ncalls; i++) {
-		c = &plan.calls[i];
-		r = p_plan_req(a, part, &plan, c);
+	for (i = 0; i < plan->ncalls; i++) {
+		c = &plan->calls[i];
+		if (c->type == ZKC_CREATE && !c->answers)
+			continue;
+		r = p_plan_req(a, part, gen, plan, c);
 		if (g != NULL && c->answers) {
 			r->agg = g;
 			r->sub = sub++;
@@ -2408,39 +2388,68 @@ p_plan(struct pagent *a, int part, const struct election_action *x)
 	}
 }
 
-/* zk_perform for partition P: the calls are the plan's; the rest is
- * zk.c's own. */
+/* zk_perform: what a fleet step asks. */
 static void
-p_perform(struct pagent *a, int part, const struct election_action *x)
+p_perform(struct pagent *a, const struct fleet_actions *out)
 {
-	struct phandle *h = a->h;
+	const struct fleet_action *fa;
+	struct part *pt;
+	struct zkplan plan;
+	uint64_t inc = a->inc;
+	int i;
 
-	switch (x->type) {
-	case ACT_KICK:
-		/* Partitions ask together: one kick moves the connection. */
-		if (a->last_kick_at != 0 && a_now_ms(a) < a->last_kick_at + 100)
-			return;
-		a->last_kick_at = a_now_ms(a);
-		p_trace("%s: kicks its connection", a->id);
-		if (h->conn != NULL)
-			p_client_drop(h, false);
-		break;
-	case ACT_NEW_SESSION:
-		a->new_session_owed = true;
-		break;
-	case ACT_NOTIFY:
-		if (x->wait)
-			p_at(S->now + a->hook_us, p_notified_cb, a,
-			    (a->inc << 40) | ((uint64_t)part << 32) |
-			    (x->told & 0xffffffffu));
-		break;
-	case ACT_EXIT:
-		p_parts_check_stop(a);
-		break;
-	default:
-		p_plan(a, part, x);
-		break;
+	for (i = 0; i < out->n && a->running && a->inc == inc; i++) {
+		fa = &out->a[i];
+		pt = fa->part >= 0 ? &a->f.parts[fa->part] : NULL;
+		switch (fa->type) {
+		case FACT_ELECTION:
+			if (fa->a.type == ACT_NOTIFY) {
+				if (fa->a.wait)
+					p_at(S->now + a->hook_us, p_notified_cb,
+					    a, (a->inc << 40) |
+					    ((uint64_t)pt->idx << 32) |
+					    (fa->a.told & 0xffffffffu));
+				break;
+			}
+			if (zkplan_build(&fa->a, pt->path, pt->prefix,
+			    pt->e.uuid, &plan) == -1)
+				abort();	/* the model's names are short */
+			p_plan_run(a, pt->idx, pt->e.gen, &plan);
+			break;
+		case FACT_KICK:
+			p_trace("%s: kicks its connection", a->id);
+			if (a->h->conn != NULL)
+				p_client_drop(a->h, false);
+			break;
+		case FACT_NEW_SESSION:
+			h_close(a->h, true);
+			a->h = h_open(a);
+			break;
+		case FACT_EXIT:
+			a->stopping = true;
+			p_exit(a, fa->linger_ms);
+			break;
+		case FACT_CHANGED:
+			break;
+		default:
+			if (zkplan_member(fa, a->f.members_path, a->f.parts_path,
+			    a->f.id, &plan) == -1)
+				abort();
+			p_plan_run(a, -1, fa->gen, &plan);
+			break;
+		}
 	}
+}
+
+/* One fleet step of agent A, and what it asks. */
+static void
+p_step(struct pagent *a, const struct fleet_event *fev)
+{
+	struct fleet_actions out;
+
+	out.n = 0;
+	fleet_step(&a->f, fev, &out);
+	p_perform(a, &out);
 }
 
 static void
@@ -2458,30 +2467,8 @@ p_notified_cb(void *p, uint64_t arg)
 }
 
 static void
-p_new_session_owed(struct pagent *a)
-{
-	if (!a->new_session_owed || !a->running)
-		return;
-	a->new_session_owed = false;
-	h_close(a->h, true);
-	a->h = h_open(a);
-}
-
-/* zk_part_leader. */
-static const char *
-p_part_leader(const struct election *e)
-{
-	if (e->role == ELECTION_LEADER)
-		return e->id;
-	if (e->claim_seen == 0)
-		return NULL;
-	return e->claim_known ? e->claim_id : "";
-}
-
-static void
-p_trace_step(const struct pagent *a, int part, const struct election_event *ev,
-    const struct election *before, const struct election *e,
-    const struct election_actions *out)
+p_trace_step(const struct pagent *a, int part, const struct election *before,
+    const struct election *e, const struct election_actions *out)
 {
 	char acts[1024];
 	int i, off = 0;
@@ -2493,20 +2480,19 @@ p_trace_step(const struct pagent *a, int part, const struct election_event *ev,
 		off += snprintf(acts + off, sizeof(acts) - (size_t)off, " %s%s%s",
 		    election_action_name(out->a[i].type),
 		    out->a[i].name[0] ? ":" : "", out->a[i].name);
-	p_trace("%s/p%d: ev %d%s%s rc=%d | %s/%s -> %s/%s epoch %" PRIx64
-	    " lease %" PRIu64 " (now %" PRIu64 ")%s%s |%s", a->id, part, ev->type,
-	    ev->name ? " " : "", ev->name ? ev->name : "", ev->rc,
+	p_trace("%s/p%d: %s/%s -> %s/%s epoch %" PRIx64 " lease %" PRIu64
+	    " (now %" PRIu64 ")%s%s |%s", a->id, part,
 	    election_phase_name(before->phase), election_role_name(before->role),
 	    election_phase_name(e->phase), election_role_name(e->role),
-	    e->epoch, e->lease_deadline, ev->now, e->parked ? " parked" : "",
-	    a->assigned[part] ? " assigned" : "", acts);
+	    e->epoch, e->lease_deadline, e->now, e->parked ? " parked" : "",
+	    a->f.parts[part].assigned ? " assigned" : "", acts);
 }
 
 /* What must hold after each step of partition PART of agent A. */
 static void
 p_check_step(struct pagent *a, int part, const struct election *before)
 {
-	const struct election *e = &a->e[part];
+	const struct election *e = &a->f.parts[part].e;
 	uint64_t now = a_now_ms(a);
 	bool was = election_role_at(before, now) == ELECTION_LEADER;
 	bool is = election_role_at(e, now) == ELECTION_LEADER;
@@ -2532,396 +2518,15 @@ p_check_step(struct pagent *a, int part, const struct election *before)
 	p_check_owners(part);
 }
 
+/* fleet.c stepped one partition's election (its stepped callback). */
 static void
-p_feed_part(struct pagent *a, int part, struct election_event *ev)
+p_stepped(void *arg, struct part *pt, const struct election *before,
+    const struct election_actions *out)
 {
-	struct election *e = &a->e[part];
-	struct election_actions out;
-	struct election before;
-	const char *leader;
-	uint64_t inc = a->inc;
-	int i;
+	struct pagent *a = arg;
 
-	memset(&out, 0, sizeof(out));
-	memcpy(&before, e, sizeof(before));
-	election_step(e, ev, &out);
-	p_trace_step(a, part, ev, &before, e, &out);
-	p_check_step(a, part, &before);
-	for (i = 0; i < out.n && a->running && a->inc == inc; i++)
-		p_perform(a, part, &out.a[i]);
-	if (!a->running || a->inc != inc)
-		return;
-	if ((leader = p_part_leader(e)) != NULL &&
-	    strcmp(leader, a->leader[part]) != 0)
-		a->assign_owed = true;
-	if (a->parts_stopping)
-		p_parts_check_stop(a);
-	if (a->running && a->inc == inc) {
-		p_srenew_schedule(a);
-		p_schedule_tick(a);
-	}
-}
-
-static void
-p_assign(struct pagent *a, int part, bool assigned)
-{
-	struct election_event ev;
-
-	a->assigned[part] = assigned;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_ASSIGN;
-	ev.now = a_now_ms(a);
-	ev.assigned = assigned;
-	p_feed_part(a, part, &ev);
-}
-
-static int
-member_cmp(const void *va, const void *vb)
-{
-	const struct member *x = va, *y = vb;
-
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* zk_members_assign. */
-static void
-p_members_assign(struct pagent *a)
-{
-	struct assign_member am[PM_MAX];
-	const char *names[PP_MAX], *leader;
-	int owner[PP_MAX], cur[PP_MAX], i, j, k = 0, self = -1;
-	uint64_t inc = a->inc;
-
-	a->assign_owed = false;
-	if (a->parts_stopping)
-		return;
-	for (i = 0; i < a->nmembers; i++) {
-		if (!a->members[i].known)
-			continue;
-		if (strcmp(a->members[i].name, a->member_node) == 0)
-			self = k;
-		am[k].id = a->members[i].id;
-		am[k].seq = a->members[i].seq;
-		k++;
-	}
-	for (i = 0; i < S->nparts; i++) {
-		names[i] = S->pname[i];
-		if ((leader = p_part_leader(&a->e[i])) != NULL)
-			snprintf(a->leader[i], sizeof(a->leader[i]), "%s", leader);
-		cur[i] = -1;
-		for (j = 0; j < k; j++)
-			if (strcmp(am[j].id, a->leader[i]) == 0) {
-				cur[i] = j;
-				break;
-			}
-	}
-	if (k > 0 && assign_partitions(am, k, names, S->nparts,
-	    opt_break == BREAK_STICKY ? NULL : cur, owner) == -1)
-		k = 0;
-	if (k != a->count)
-		p_trace("%s: %d members (%d before)", a->id, k, a->count);
-	a->count = k;
-	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++) {
-		bool mine = k > 0 && self >= 0 && owner[i] == self;
-
-		if (mine != a->assigned[i])
-			p_assign(a, i, mine);
-	}
-}
-
-static void
-p_assign_owed(struct pagent *a)
-{
-	if (!a->assign_owed || !a->running)
-		return;
-	if (a->member_reads > 0 || a->member_node[0] == '\0') {
-		a->assign_owed = false;
-		return;
-	}
-	p_members_assign(a);
-}
-
-static void
-p_member_create(struct pagent *a)
-{
-	struct pcreq *r;
-
-	h_submit(a->h, h_req(a, -1, K_NONE, O_CREATE_PARENT, 0, ""));
-	r = h_req(a, -1, K_MCREATE, O_CREATE, 0, "m-");
-	h_op(&r->req.op[0], O_CREATE, "m-", a->id, (int)strlen(a->id));
-	a->member_creating = true;
-	h_submit(a->h, r);
-}
-
-static void
-p_members_list(struct pagent *a)
-{
-	struct pcreq *r;
-
-	a->member_gen++;
-	a->member_reads = 0;
-	r = h_req(a, -1, K_MLIST, O_CHILDREN, 0, "");
-	r->req.watch = r->set_watch = true;
-	r->ctx = C_MEMBERS;
-	r->wkind = WK_CHILD;
-	h_submit(a->h, r);
-}
-
-static struct member *
-p_member_find(struct pagent *a, const char *name)
-{
-	int i;
-
-	for (i = 0; i < a->nmembers; i++)
-		if (strcmp(a->members[i].name, name) == 0)
-			return &a->members[i];
-	return NULL;
-}
-
-/* zk_members_session. */
-static void
-p_members_session(struct pagent *a, const struct election_event *ev)
-{
-	uint64_t inc = a->inc;
-	int i;
-
-	if (ev->session == SESSION_EXPIRED) {
-		a->member_node[0] = '\0';
-		a->member_session = 0;
-		for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
-			if (a->assigned[i])
-				p_assign(a, i, false);
-		a->count = 0;
-		return;
-	}
-	if (ev->session != SESSION_CONNECTED || a->parts_stopping)
-		return;
-	if (ev->session_id != a->member_session) {
-		a->member_session = ev->session_id;
-		a->member_node[0] = '\0';
-		a->member_creating = false;
-		p_member_create(a);
-	}
-	p_members_list(a);
-}
-
-/* zk_members_listed: no node of ours listed and no create out: the
- * create never reached ZooKeeper; create it again. */
-static void
-p_members_listed(struct pagent *a)
-{
-	if (!opt_no_recreate && a->member_node[0] == '\0' &&
-	    !a->member_creating && !a->parts_stopping &&
-	    a->member_session != 0 && a->e[0].session == SESSION_CONNECTED)
-		p_member_create(a);
-	p_members_assign(a);
-}
-
-/* zk_members_apply. */
-static void
-p_members_apply(struct pagent *a, struct item *it)
-{
-	struct member nm[PM_MAX], *mb;
-	struct pcreq *r;
-	int i, j, n, rc = it->ev.rc;
-	int64_t seq;
-
-	if (it->watch) {
-		if (a->e[0].session == SESSION_CONNECTED)
-			p_members_list(a);
-		return;
-	}
-	switch (it->kind) {
-	case K_MCREATE:
-		a->member_creating = false;
-		if (rc == ZOK && !a->parts_stopping) {
-			snprintf(a->member_node, NAME, "%s", it->name);
-			p_trace("%s: joined as member %s", a->id, a->member_node);
-			p_members_assign(a);
-		}
-		return;
-	case K_MLIST:
-		if (it->ev.gen != a->member_gen || rc != ZOK)
-			return;
-		n = 0;
-		for (i = 0; i < it->ev.count; i++) {
-			const char *name = it->names[i];
-			char *end;
-
-			if (strncmp(name, "m-", 2) != 0)
-				continue;
-			seq = strtoll(name + 2, &end, 10);
-			if (*end != '\0' || seq < 0 || end == name + 2)
-				continue;
-			if (n == PM_MAX) {
-				p_fail("too many members");
-				return;
-			}
-			if ((mb = p_member_find(a, name)) != NULL)
-				nm[n] = *mb;
-			else {
-				memset(&nm[n], 0, sizeof(nm[n]));
-				snprintf(nm[n].name, NAME, "%s", name);
-				nm[n].seq = seq;
-			}
-			n++;
-		}
-		qsort(nm, (size_t)n, sizeof(*nm), member_cmp);
-		memcpy(a->members, nm, (size_t)n * sizeof(*nm));
-		a->nmembers = n;
-		a->member_reads = 0;
-		for (j = 0; j < n; j++) {
-			if (nm[j].known)
-				continue;
-			r = h_req(a, -1, K_MDATA, O_GET, 0, nm[j].name);
-			h_submit(a->h, r);
-			a->member_reads++;
-		}
-		if (a->member_reads == 0)
-			p_members_listed(a);
-		return;
-	case K_MDATA:
-		if (it->ev.gen != a->member_gen)
-			return;
-		if ((mb = p_member_find(a, it->name)) != NULL) {
-			if (rc == ZOK && it->ev.datalen > 0 &&
-			    it->ev.datalen < ELECTION_ID_MAX) {
-				memcpy(mb->id, it->data, (size_t)it->ev.datalen);
-				mb->id[it->ev.datalen] = '\0';
-				mb->known = true;
-				if (a->member_node[0] == '\0' &&
-				    !a->member_creating && it->ev.owner ==
-				    a->e[0].session_id && it->ev.owner != 0)
-					snprintf(a->member_node, NAME, "%s",
-					    mb->name);
-			} else if (rc == ZNONODE) {
-				*mb = a->members[a->nmembers - 1];
-				a->nmembers--;
-				qsort(a->members, (size_t)a->nmembers,
-				    sizeof(*a->members), member_cmp);
-			}
-		}
-		if (--a->member_reads <= 0)
-			p_members_listed(a);
-		return;
-	default:
-		return;
-	}
-}
-
-/* --- The session's renewal (zk_srenew_*) --- */
-
-static bool
-p_srenew_wanted(struct pagent *a)
-{
-	int i;
-
-	if (a->member_node[0] == '\0' || a->e[0].session != SESSION_CONNECTED)
-		return false;
-	for (i = 0; i < S->nparts; i++)
-		if (a->e[i].phase == PHASE_LEADING)
-			return true;
-	return false;
-}
-
-static void
-p_srenew_send(struct pagent *a)
-{
-	uint64_t now = a_now_ms(a);
-	struct pcreq *r;
-	struct agg *g;
-	int i;
-
-	for (i = 0; i < S->nparts; i++)
-		if (a->e[i].phase == PHASE_LEADING)
-			election_session_sent(&a->e[i], now);
-	a->srenew_inflight = true;
-	a->srenew_kicked = false;
-	a->srenew_sent = now;
-	if ((g = calloc(1, sizeof(*g))) == NULL)
-		abort();
-	g->refs = 2;
-	g->failed_op = -1;
-	r = h_req(a, -1, K_SRENEW, O_SYNC, 0, "");
-	r->agg = g;
-	r->sub = 0;
-	h_submit(a->h, r);
-	r = h_req(a, -1, K_SRENEW, O_EXISTS, 0, a->member_node);
-	r->agg = g;
-	r->sub = 1;
-	h_submit(a->h, r);
-}
-
-static void
-p_srenew_cb(void *p, uint64_t ver)
-{
-	struct pagent *a = p;
-	uint64_t now;
-
-	if (ver != a->srenew_ver || !a->running)
-		return;
-	if (a->paused) {
-		p_at(S->now + S->T / 20, p_srenew_cb, a, ver);
-		return;
-	}
-	now = a_now_ms(a);
-	if (a->srenew_inflight) {
-		if (!a->srenew_kicked && now >= a->srenew_sent +
-		    a->e[0].shape.kick) {
-			a->srenew_kicked = true;
-			a->last_kick_at = now;
-			p_trace("%s: the session's renewal hangs: kick", a->id);
-			if (a->h->conn != NULL)
-				p_client_drop(a->h, false);
-		}
-	} else if (p_srenew_wanted(a) && now >= a->srenew_next)
-		p_srenew_send(a);
-	p_srenew_schedule(a);
-}
-
-static void
-p_srenew_schedule(struct pagent *a)
-{
-	uint64_t at;
-	stime t;
-
-	a->srenew_ver++;
-	if (a->srenew_inflight && !a->srenew_kicked)
-		at = a->srenew_sent + a->e[0].shape.kick;
-	else if (!a->srenew_inflight && p_srenew_wanted(a))
-		at = a->srenew_next;
-	else
-		return;
-	t = a_true_at(a, at * 1000);
-	p_at((t > S->now ? t : S->now) + 1 + p_below(300), p_srenew_cb, a,
-	    a->srenew_ver);
-}
-
-static void
-p_srenew_answered(struct pagent *a, struct item *it)
-{
-	struct election_event ev;
-	uint64_t now = a_now_ms(a), rtt, after;
-	uint64_t inc = a->inc;
-	int i;
-
-	if (!a->srenew_inflight)
-		return;
-	a->srenew_inflight = false;
-	rtt = now - a->srenew_sent;
-	after = a->e[0].shape.renew > rtt ? a->e[0].shape.renew - rtt : 0;
-	a->srenew_next = now + after;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_SESSION_RENEWED;
-	ev.now = now;
-	ev.rc = it->ev.rc;
-	ev.owner = it->ev.owner;
-	ev.sent = a->srenew_sent;
-	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
-		if (a->e[i].phase == PHASE_LEADING)
-			p_feed_part(a, i, &ev);
-	if (a->running && a->inc == inc)
-		p_srenew_schedule(a);
+	p_trace_step(a, pt->idx, before, &pt->e, out);
+	p_check_step(a, pt->idx, before);
 }
 
 /* --- Ticks, the loop, the stop --- */
@@ -2931,15 +2536,9 @@ static void p_tick_cb(void *, uint64_t);
 static void
 p_schedule_tick(struct pagent *a)
 {
-	uint64_t at = 0, t;
-	int i;
+	uint64_t at = fleet_next_tick(&a->f), t;
 
 	a->tick_ver++;
-	for (i = 0; i < S->nparts; i++) {
-		t = election_next_tick(&a->e[i]);
-		if (t != 0 && (at == 0 || t < at))
-			at = t;
-	}
 	if (at == 0 || !a->running)
 		return;
 	/* The loop's timer fires a little after its deadline. */
@@ -2948,23 +2547,26 @@ p_schedule_tick(struct pagent *a)
 	    a->tick_ver);
 }
 
+/* zk_wake_cb's end: one assignment for the batch. */
 static void
 p_after_batch(struct pagent *a)
 {
-	uint64_t inc = a->inc;
+	struct fleet_actions out;
 
-	p_new_session_owed(a);
-	if (a->running && a->inc == inc)
-		p_assign_owed(a);
+	if (!a->running)
+		return;
+	out.n = 0;
+	fleet_flush(&a->f, a_now_ms(a), &out);
+	p_perform(a, &out);
+	if (a->running)
+		p_schedule_tick(a);
 }
 
 static void
 p_tick_cb(void *p, uint64_t ver)
 {
 	struct pagent *a = p;
-	struct election_event ev;
-	uint64_t at, inc = a->inc;
-	int i;
+	struct fleet_event fev;
 
 	if (ver != a->tick_ver || !a->running)
 		return;
@@ -2972,30 +2574,57 @@ p_tick_cb(void *p, uint64_t ver)
 		p_at(S->now + S->T / 20, p_tick_cb, a, ver);
 		return;
 	}
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_TICK;
-	ev.now = a_now_ms(a);
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_TICK;
+	fev.part = -1;
+	fev.ev.now = a_now_ms(a);
 	/* A timer due again at once, over and over, is a busy loop. */
-	if (ev.now == a->last_tick_ms) {
+	if (fev.ev.now == a->last_tick_ms) {
 		if (++a->ticks_same_ms > 1000) {
 			p_fail("%s: busy loop of ticks at %" PRIu64 " ms", a->id,
-			    ev.now);
+			    fev.ev.now);
 			return;
 		}
 	} else {
-		a->last_tick_ms = ev.now;
+		a->last_tick_ms = fev.ev.now;
 		a->ticks_same_ms = 0;
 	}
-	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++) {
-		at = election_next_tick(&a->e[i]);
-		if (at != 0 && at <= ev.now)
-			p_feed_part(a, i, &ev);
-	}
-	if (!a->running || a->inc != inc)
-		return;
+	p_step(a, &fev);
 	p_after_batch(a);
-	if (a->running && a->inc == inc)
-		p_schedule_tick(a);
+}
+
+/* An item from the model's client, as zk_apply makes it a fleet event. */
+static void
+p_apply(struct pagent *a, struct item *it)
+{
+	static const enum fleet_event_type members[] = {
+		[K_MCREATE] = FEV_MEMBER_CREATED, [K_MLIST] = FEV_MEMBERS,
+		[K_MDATA] = FEV_MEMBER_DATA, [K_MDELETE] = FEV_MEMBER_DELETED,
+	};
+	struct fleet_event fev;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.ev = it->ev;
+	fev.part = it->part;
+	switch (it->what) {
+	case I_MEMBER:
+		fev.type = it->watch ? FEV_MEMBERS_CHANGED : members[it->kind];
+		break;
+	case I_SRENEW:
+		fev.type = FEV_SESSION_RENEWED;
+		break;
+	case I_EV:
+		if (it->ev.type == EV_SESSION)
+			fev.type = FEV_SESSION;
+		else if (it->ev.type == EV_SERVER)
+			fev.type = FEV_SERVER;
+		else if (it->ev.type == EV_NOTIFIED)
+			fev.type = FEV_NOTIFIED;
+		else
+			fev.type = FEV_ELECTION;
+		break;
+	}
+	p_step(a, &fev);
 }
 
 static void
@@ -3003,7 +2632,6 @@ p_run_cb(void *p, uint64_t inc)
 {
 	struct pagent *a = p;
 	struct item *it;
-	int i;
 
 	if (inc != a->inc || !a->running)
 		return;
@@ -3024,34 +2652,7 @@ p_run_cb(void *p, uint64_t inc)
 		it->ev.name = it->name;
 		it->ev.data = it->data;
 		it->ev.names = it->names;
-		switch (it->what) {
-		case I_MEMBER:
-			p_members_apply(a, it);
-			break;
-		case I_SRENEW:
-			p_srenew_answered(a, it);
-			break;
-		case I_EV:
-			if (it->ev.type == EV_SESSION) {
-				a->new_session_owed = false;
-				for (i = 0; i < S->nparts && a->running &&
-				    a->inc == inc; i++)
-					p_feed_part(a, i, &it->ev);
-				if (a->running && a->inc == inc)
-					p_members_session(a, &it->ev);
-				if (a->running && a->inc == inc)
-					p_new_session_owed(a);
-			} else if (it->part < 0) {
-				/* EV_SERVER: every partition, as zk.c. */
-				for (i = 0; i < S->nparts && a->running &&
-				    a->inc == inc; i++) {
-					it->ev.gen = a->e[i].gen;
-					p_feed_part(a, i, &it->ev);
-				}
-			} else
-				p_feed_part(a, it->part, &it->ev);
-			break;
-		}
+		p_apply(a, it);
 		item_free(it);
 	}
 	if (a->running && a->inc == inc)
@@ -3108,124 +2709,65 @@ p_exit(struct pagent *a, uint64_t linger_ms)
 	p_at(S->now + linger_ms * 1000, p_exit_cb, a, a->inc);
 }
 
-static void
-p_parts_stop_all(struct pagent *a)
-{
-	struct election_event ev;
-	uint64_t inc = a->inc;
-	int i;
-
-	if (a->parts_stopped)
-		return;
-	a->parts_stopped = true;
-	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_STOP;
-	ev.now = a_now_ms(a);
-	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
-		p_feed_part(a, i, &ev);
-	if (a->running && a->inc == inc)
-		p_parts_check_stop(a);
-}
-
-static void
-p_stop_wait_cb(void *p, uint64_t inc)
-{
-	struct pagent *a = p;
-
-	if (inc != a->inc || !a->running)
-		return;
-	p_trace("%s: no successor queued in time for every partition", a->id);
-	p_parts_stop_all(a);
-}
-
-static void
-p_parts_check_stop(struct pagent *a)
-{
-	bool linger = false;
-	int i;
-
-	if (!a->parts_stopping || a->stopping)
-		return;
-	if (!a->parts_stopped) {
-		for (i = 0; i < S->nparts; i++)
-			if (a->e[i].role == ELECTION_LEADER ||
-			    a->e[i].phase == PHASE_RELEASING ||
-			    a->e[i].phase == PHASE_DELETING)
-				return;
-		p_parts_stop_all(a);
-		return;
-	}
-	for (i = 0; i < S->nparts; i++) {
-		if (a->e[i].phase != PHASE_STOPPED)
-			return;
-		if (a->e[i].release_succ)
-			linger = true;
-	}
-	a->stopping = true;
-	p_exit(a, linger ? ELECTION_RELEASE_LINGER_MS : 0);
-}
-
-/* zk_parts_stop: a graceful stop (SIGTERM). */
+/* zk_stop: a graceful stop (SIGTERM). */
 static void
 p_parts_stop(struct pagent *a, stime restart_after)
 {
-	uint64_t inc = a->inc;
-	int i;
+	struct fleet_event fev;
 
-	if (!a->running || a->paused || a->parts_stopping)
+	if (!a->running || a->paused || a->f.stopping)
 		return;
 	p_trace("%s: STOP (graceful)", a->id);
 	a->restart_after = restart_after;
-	a->parts_stopping = true;
-	if (a->member_node[0] != '\0')
-		h_submit(a->h, h_req(a, -1, K_MDELETE, O_DELETE, 0,
-		    a->member_node));
-	for (i = 0; i < S->nparts && a->running && a->inc == inc; i++)
-		if (a->assigned[i])
-			p_assign(a, i, false);
-	if (!a->running || a->inc != inc)
-		return;
-	p_at(a_true_at(a, (a_now_ms(a) + STOP_WAIT_MS) * 1000), p_stop_wait_cb,
-	    a, a->inc);
-	p_parts_check_stop(a);
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_STOP;
+	fev.part = -1;
+	fev.ev.now = a_now_ms(a);
+	p_step(a, &fev);
+	if (a->running)
+		p_schedule_tick(a);
+}
+
+/* The configuration every agent runs with (main.c's, for fleet_init). */
+static void
+p_config(struct pagent *a, struct config *conf)
+{
+	static char *names[PP_MAX];
+	int i;
+
+	for (i = 0; i < S->nparts; i++)
+		names[i] = S->pname[i];
+	memset(conf, 0, sizeof(*conf));
+	conf->election_id = a->id;
+	conf->election_path = (char *)(uintptr_t)P_PATH;
+	conf->election_candidate = true;
+	conf->zk_tick_ms = S->tick_known ? (uint64_t)S->tick_ms : 0;
+	conf->partitions = names;
+	conf->npartitions = S->nparts;
 }
 
 static void
 p_start(struct pagent *a)
 {
+	struct config conf;
 	int i;
 
 	p_clear_inbox(a);
-	for (i = 0; i < S->nparts; i++)
-		if (a->started)
-			election_free(&a->e[i]);
-	memset(&a->assigned, 0, sizeof(a->assigned));
-	memset(&a->leader, 0, sizeof(a->leader));
+	if (a->started)
+		fleet_free(&a->f);
 	a->started = a->running = true;
-	a->paused = a->stopping = a->parts_stopping = a->parts_stopped = false;
+	a->paused = a->stopping = false;
 	a->inc++;
 	a->run_sched = false;
-	a->new_session_owed = false;
-	a->last_kick_at = 0;
-	a->member_session = 0;
-	a->member_node[0] = '\0';
-	a->member_creating = false;
-	a->nmembers = 0;
-	a->member_reads = 0;
-	a->assign_owed = false;
-	a->srenew_inflight = a->srenew_kicked = false;
-	a->srenew_next = 0;
-	a->count = 0;
-	for (i = 0; i < S->nparts; i++) {
-		election_init(&a->e[i], a->id, NULL, true);
-		a->e[i].tick_ms = S->tick_known ? S->tick_ms : 0;
-		a->e[i].uuid_gen = a_uuid;
-		a->e[i].uuid_arg = a;
-		a->e[i].parked = true;
-		a->e[i].session_renewal = true;
+	p_config(a, &conf);
+	fleet_init(&a->f, &conf, a_uuid, a);
+	a->f.stepped = p_stepped;
+	a->f.stepped_arg = a;
+	if (opt_break == BREAK_STICKY)
+		a->f.assign_unsticky = true;
+	for (i = 0; i < S->nparts; i++)
 		if (opt_break == BREAK_NAIVE)
-			a->e[i].lease_naive = true;
-	}
+			a->f.parts[i].e.lease_naive = true;
 	p_trace("%s: starts (incarnation %" PRIu64 ")", a->id, a->inc);
 	a->h = h_open(a);
 }
@@ -3297,7 +2839,7 @@ p_fault_cb(void *p, uint64_t unused)
 		return;
 	i = (int)p_below((uint64_t)S->nagents);
 	a = &S->agents[i];
-	if (!a->running || a->paused || a->parts_stopping)
+	if (!a->running || a->paused || a->f.stopping)
 		return;
 	/* A leader of some partition, more often than not. */
 	for (k = 0; k < 4 && p_chance(60); k++) {
@@ -3305,7 +2847,7 @@ p_fault_cb(void *p, uint64_t unused)
 
 		for (q = 0; q < S->nparts; q++)
 			if (S->agents[j].running &&
-			    S->agents[j].e[q].role == ELECTION_LEADER) {
+			    S->agents[j].f.parts[q].e.role == ELECTION_LEADER) {
 				a = &S->agents[j];
 				break;
 			}
@@ -3386,8 +2928,8 @@ p_owner_of(int part, int *count)
 		if (!a->running)
 			continue;
 		if (opt_break == BREAK_LEASE ?
-		    a->e[part].role == ELECTION_LEADER :
-		    election_role_at(&a->e[part], a_now_ms(a)) ==
+		    a->f.parts[part].e.role == ELECTION_LEADER :
+		    election_role_at(&a->f.parts[part].e, a_now_ms(a)) ==
 		    ELECTION_LEADER) {
 			(*count)++;
 			owner = i;
@@ -3406,12 +2948,13 @@ p_check_owners(int part)
 	if (count <= 1)
 		return;
 	for (i = 0; i < S->nagents; i++)
-		if (S->agents[i].running && election_role_at(&S->agents[i].e[part],
+		if (S->agents[i].running && election_role_at(
+		    &S->agents[i].f.parts[part].e,
 		    a_now_ms(&S->agents[i])) == ELECTION_LEADER)
 			p_trace("  a%d leads partition %d, epoch %" PRIx64
 			    ", lease until %" PRIu64 " (now %" PRIu64 ")", i, part,
-			    S->agents[i].e[part].epoch,
-			    S->agents[i].e[part].lease_deadline,
+			    S->agents[i].f.parts[part].e.epoch,
+			    S->agents[i].f.parts[part].e.lease_deadline,
 			    a_now_ms(&S->agents[i]));
 	p_fail("partition %d: %d agents answer is_leader true at once", part,
 	    count);
@@ -3425,7 +2968,7 @@ p_balanced(char *why, size_t len)
 	int own[PA_MAX] = { 0 }, live = 0, i, p, o, count;
 
 	for (i = 0; i < S->nagents; i++)
-		if (S->agents[i].running && !S->agents[i].parts_stopping)
+		if (S->agents[i].running && !S->agents[i].f.stopping)
 			live++;
 	if (live == 0) {
 		snprintf(why, len, "no live agent");
@@ -3441,7 +2984,7 @@ p_balanced(char *why, size_t len)
 	}
 	for (i = 0; i < S->nagents; i++) {
 		const struct pagent *a = &S->agents[i];
-		bool alive = a->running && !a->parts_stopping;
+		bool alive = a->running && !a->f.stopping;
 
 		if (!alive && own[i] > 0) {
 			snprintf(why, len, "%s (leaving) owns %d", a->id, own[i]);
@@ -3470,18 +3013,21 @@ p_dump(void)
 
 		p_trace("%s: %s%s, member %s, %d members, %d listed, reads %d",
 		    a->id, a->running ? "running" : "down",
-		    a->parts_stopping ? " stopping" : "", a->member_node,
-		    a->count, a->nmembers, a->member_reads);
-		for (p = 0; p < S->nparts && a->running; p++)
+		    a->f.stopping ? " stopping" : "", a->f.member_node,
+		    a->f.view.count, a->f.nmembers, a->f.member_reads);
+		for (p = 0; p < S->nparts && a->running; p++) {
+			const struct part *pt = &a->f.parts[p];
+
 			p_trace("  p%d: %s/%s%s%s node %s pred %s succ %s claim "
 			    "%s leader %s retry %" PRIu64 " now %" PRIu64, p,
-			    election_phase_name(a->e[p].phase),
-			    election_role_name(a->e[p].role),
-			    a->e[p].parked ? " parked" : "",
-			    a->assigned[p] ? " assigned" : "", a->e[p].node,
-			    a->e[p].predecessor, a->e[p].succ,
-			    a->e[p].claim_known ? a->e[p].claim_id : "-",
-			    a->leader[p], a->e[p].retry_at, a_now_ms(a));
+			    election_phase_name(pt->e.phase),
+			    election_role_name(pt->e.role),
+			    pt->e.parked ? " parked" : "",
+			    pt->assigned ? " assigned" : "", pt->e.node,
+			    pt->e.predecessor, pt->e.succ,
+			    pt->e.claim_known ? pt->e.claim_id : "-",
+			    pt->leader, pt->e.retry_at, a_now_ms(a));
+		}
 	}
 }
 
@@ -3723,8 +3269,7 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 	for (i = 0; i < nagents; i++) {
 		p_clear_inbox(&S->agents[i]);
 		if (S->agents[i].started)
-			for (j = 0; j < nparts; j++)
-				election_free(&S->agents[i].e[j]);
+			fleet_free(&S->agents[i].f);
 	}
 	while ((h = S->handles) != NULL) {
 		S->handles = h->next;
@@ -3796,7 +3341,7 @@ usage(void)
 	fprintf(stderr, "usage: zkelect-sim-parts [--seed N] [--seeds COUNT] "
 	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
 	    "                         [--break lease|sticky] [--expect-failure]\n"
-	    "                         [--no-recreate] [--failover]\n"
+	    "                         [--failover]\n"
 	    "                         [--shape shrink,relay,tick-half,deposed|"
 	    "all]\n"
 	    "  --agents A       2 to %d (default 4)\n"
@@ -3807,8 +3352,6 @@ usage(void)
 	    "  --break srvr     observers taken for voting servers\n"
 	    "  --break asked    the timeout asked for taken for the one given\n"
 	    "  --expect-failure exit 0 only if some seed fails\n"
-	    "  --no-recreate    the member node made once per session (the\n"
-	    "                   old zk.c): a lost create never joins\n"
 	    "  --failover       the ZooKeeper leader fails, and a new one\n"
 	    "                   takes over, among the faults\n"
 	    "  --shape LIST     zkelect-sim's shapes of deployment, in this\n"
@@ -3829,7 +3372,6 @@ main(int argc, char *argv[])
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "break",	required_argument, NULL, 'b' },
 		{ "expect-failure", no_argument,   NULL, 'x' },
-		{ "no-recreate", no_argument,	   NULL, 'r' },
 		{ "failover",	no_argument,	   NULL, 'f' },
 		{ "shape",	required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
@@ -3843,7 +3385,9 @@ main(int argc, char *argv[])
 	struct timespec t0, t1;
 	double el;
 
-	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xrfS:", longopts,
+	/* fleet.c logs as it would in the agent: errors only, here. */
+	log_init(LOG_ERROR, LOG_TEXT);
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xfS:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -3887,7 +3431,6 @@ main(int argc, char *argv[])
 			break;
 		}
 		case 'x': expect_failure = true; break;
-		case 'r': opt_no_recreate = true; break;
 		case 'f': opt_failover = true; break;
 		default: usage();
 		}

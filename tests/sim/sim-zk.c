@@ -1624,7 +1624,7 @@ zk_leader_gone(void)
 		if (S->agents[i].running && S->agents[i].h != NULL &&
 		    S->agents[i].h->conn != NULL &&
 		    S->agents[i].h->conn->server == L &&
-		    S->agents[i].e.role == ELECTION_LEADER)
+		    S->agents[i].e->role == ELECTION_LEADER)
 			S->st.depositions_under++;
 }
 

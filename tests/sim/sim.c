@@ -452,7 +452,11 @@ sim_configure(void)
 	/* The operator's zookeeper.tick_time: the real tickTime, or not
 	 * given (0: the agent assumes tickTime <= T/2). Never less than the
 	 * real one: the lease would be too long. */
-	S->tick_known = sim_chance(50);
+	S->tick_known = sim_chance(50) || S->understate > 1;
+	/* One seed in ten, the probes learn nothing (a server that will not
+	 * answer them): the agent counts with tick_time, or T/2. Not drawn
+	 * from the PRNG, so that every seed's run stays as it was. */
+	S->learn_fails = S->seed % 10 == 7 && S->understate == 1;
 }
 
 static void
@@ -476,6 +480,8 @@ sim_free_queue(void)
 static bool	 opt_completions_first;
 static unsigned	 opt_shapes;
 static bool	 opt_safety_only;
+static int	 opt_understate = 1;
+static bool	 opt_no_learn;
 static bool	 last_overlap, last_overlap_dep, last_tick_known;
 
 static bool
@@ -497,6 +503,8 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->fault_mix = fault_mix;
 	S->shapes = opt_shapes;
 	S->safety_only = opt_safety_only;
+	S->understate = opt_understate;
+	S->no_learn = opt_no_learn;
 	S->loss_completions_first = opt_completions_first;
 	S->st.min_gap_us = INT64_MAX;
 	S->st.min_lapse_gap_us = INT64_MAX;
@@ -505,9 +513,11 @@ sim_run_seed(uint64_t seed, int verbose, bool legacy, int drift_ppm,
 	S->st.min_dep_gap_own = 1e9;
 	sim_configure();
 	sim_trace("seed %" PRIu64 ": %d servers, %d agents, T %d ms, tick %d ms"
-	    " (%s to the agents), rates within %d ppm%s", seed, S->nservers,
-	    S->nagents, S->T_ms, S->tick_ms, S->tick_known ? "given" : "not given",
-	    S->drift_ppm, legacy ? ", legacy lease" : "");
+	    " (%s to the agents%s), rates within %d ppm%s", seed, S->nservers,
+	    S->nagents, S->T_ms, S->tick_ms, S->tick_known ? (S->understate > 1
+	    ? "understated" : "given") : "not given", S->no_learn ||
+	    S->learn_fails ? ", not learned" : ", learned", S->drift_ppm,
+	    legacy ? ", legacy lease" : "");
 	for (i = 0; i < S->nservers && verbose; i++)
 		if (S->servers[i].observer ||
 		    S->servers[i].max_timeout_ms != 20 * S->tick_ms)
@@ -589,7 +599,10 @@ usage(void)
 	    "                 tick-half, deposed, failover, all (README.md)\n"
 	    "  --expect-margin-failure  exit 0 only if some takeover came closer\n"
 	    "                 than the margin (or two leaders were at once)\n"
-	    "  --safety-only  count liveness failures (nobody leads) and go on\n");
+	    "  --safety-only  count liveness failures (nobody leads) and go on\n"
+	    "  --understate K every agent is told zookeeper.tick_time = tickTime/K\n"
+	    "  --no-learn     the agents never learn minSessionTimeout (probe.c's\n"
+	    "                 session): they believe tick_time, or assume T/2\n");
 	exit(2);
 }
 
@@ -776,6 +789,8 @@ main(int argc, char *argv[])
 		{ "shape",	 required_argument, NULL, 'S' },
 		{ "expect-margin-failure", no_argument, NULL, 'M' },
 		{ "safety-only", no_argument,	    NULL, 'L' },
+		{ "understate",	 required_argument, NULL, 'U' },
+		{ "no-learn",	 no_argument,	    NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -786,7 +801,7 @@ main(int argc, char *argv[])
 	int pipes[64][2];
 	pid_t pids[64];
 
-	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:ML", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:m:j:vlxd:f:cS:MLU:N", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -802,10 +817,13 @@ main(int argc, char *argv[])
 		case 'S': if (!parse_shapes(optarg)) usage(); break;
 		case 'M': expect_margin = true; break;
 		case 'L': opt_safety_only = true; break;
+		case 'U': opt_understate = atoi(optarg); break;
+		case 'N': opt_no_learn = true; break;
 		default: usage();
 		}
 	}
 	if (optind != argc || jobs < 1 || jobs > 64 || drift < 0 ||
+	    opt_understate < 1 ||
 	    drift > 300000 || (count == 0 && minutes <= 0))
 		usage();
 	if (verbose)

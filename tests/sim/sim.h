@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "election.h"
+#include "fleet.h"
 
 #define SIM_AGENTS_MAX		6
 #define SIM_SERVERS_MAX		5
@@ -401,6 +402,7 @@ struct inmsg {
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening (ms) */
 	bool		 deleted;
 	enum election_server server;	/* EV_SERVER */
+	int		 min_timeout_ms;	/* EV_SERVER */
 };
 
 struct agent {
@@ -416,7 +418,13 @@ struct agent {
 	int		 ppm;		/* clock rate: 1 + ppm / 1e6 */
 	int		 servers[SIM_SERVERS_MAX];
 	int		 nservers;
-	struct election	 e;
+	struct fleet	 f;		/* a fleet of one (fleet.c), as zk.c runs it */
+	struct election	*e;		/* its election: &f.parts[0].e */
+	/* the event being stepped, for the trace */
+	enum election_event_type ev_type;
+	const char	*ev_name;
+	int		 ev_rc;
+	uint64_t	 ev_gen;
 	struct handle	*h;
 	struct inmsg	*in_head, **in_tail;
 	bool		 run_scheduled;
@@ -532,8 +540,13 @@ struct sim {
 	bool		 loss_completions_first;	/* not zookeeper.c's order */
 	int		 fault_mix;	/* -1 all, else one fault kind */
 	unsigned	 shapes;	/* SHAPE_* */
-	bool		 tick_known;
-	bool		 safety_only;	/* liveness failures only counted */	/* the agents' e.tick_ms is tickTime */
+	bool		 tick_known;	/* the agents' e.tick_ms is tickTime */
+	int		 understate;	/* ... tickTime / understate (--understate) */
+	bool		 no_learn;	/* --no-learn: the probe never learns
+					   minSessionTimeout (the agent before
+					   it asked) */
+	bool		 learn_fails;	/* this seed's probes learn nothing */
+	bool		 safety_only;	/* liveness failures only counted */
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */

@@ -161,7 +161,7 @@ END_TEST
 
 START_TEST(test_good_defaults)
 {
-	struct config *conf = load_good("minimal.yaml");
+	struct config *conf = load_good("minimal.yaml"), *other;
 	char host[256], *want;
 
 	ck_assert_str_eq(conf->zk_servers, "localhost:2181");
@@ -190,10 +190,17 @@ START_TEST(test_good_defaults)
 	ck_assert_ptr_null(conf->partitions);	/* one election, as ever */
 	ck_assert_int_eq(conf->npartitions, 0);
 
-	/* The default id is hostname:pid. */
+	/* The default id is hostname:pid: and 8 hex digits of chance, so
+	 * that pid 1 of two containers on one host differ. */
 	ck_assert_int_eq(gethostname(host, sizeof(host)), 0);
-	ck_assert_int_ne(asprintf(&want, "%s:%ld", host, (long)getpid()), -1);
-	ck_assert_str_eq(conf->election_id, want);
+	ck_assert_int_ne(asprintf(&want, "%s:%ld:", host, (long)getpid()), -1);
+	ck_assert_int_eq(strncmp(conf->election_id, want, strlen(want)), 0);
+	ck_assert_uint_eq(strlen(conf->election_id), strlen(want) + 8);
+	ck_assert_uint_eq(strspn(conf->election_id + strlen(want),
+	    "0123456789abcdef"), 8);
+	other = load_good("minimal.yaml");
+	ck_assert_str_ne(conf->election_id, other->election_id);
+	config_free(other);
 	free(want);
 	config_free(conf);
 }
@@ -371,6 +378,91 @@ START_TEST(test_directory)
 }
 END_TEST
 
+/* config_from_flags: the file's keys and checks, messages naming flags. */
+static struct config *
+from_flags(const struct config_flag *flags, int n, char **errs_out)
+{
+	struct config *conf;
+	size_t len = 0;
+	FILE *errs;
+
+	*errs_out = NULL;
+	errs = open_memstream(errs_out, &len);
+	ck_assert_ptr_nonnull(errs);
+	conf = config_from_flags("zkelectd", flags, n, errs);
+	fclose(errs);
+	return conf;
+}
+
+START_TEST(test_flags)
+{
+	static char t0[] = "true", t1[] = "--x", n0[] = "no-such-command-zkelect";
+	char *const cmd[] = { t0, t1, NULL };
+	char *const nosuch[] = { n0, NULL };
+	const struct config_flag good[] = {
+		{ "--zookeeper", "zookeeper.servers", "127.0.0.1:2181/app", NULL },
+		{ "--path", "election.path", "/zkelect/x", NULL },
+		{ "--id", "election.id", "null", NULL },	/* text, not YAML's null */
+		{ "--session-timeout", "zookeeper.session_timeout", "4s", NULL },
+		{ "--run-exit", "notify.run_exit", "stop", NULL },
+		{ "--run-output", "notify.run_output", "inherit", NULL },
+		{ "--", "notify.run", NULL, cmd },
+	};
+	const struct config_flag bad[] = {
+		{ "--zookeeper", "zookeeper.servers", "127.0.0.1:2181", NULL },
+		{ "--path", "election.path", "/a/", NULL },
+		{ "--id", "election.id", "", NULL },
+		{ "--tick-time", "zookeeper.tick_time", "5s", NULL },
+		{ "--run-exit", "notify.run_exit", "sometimes", NULL },
+	};
+	const struct config_flag missing[] = {
+		{ "--zookeeper", "zookeeper.servers", "127.0.0.1:2181", NULL },
+		{ "--path", "election.path", "/a", NULL },
+		{ "--", "notify.run", NULL, nosuch },
+	};
+	struct config *conf;
+	char *errs;
+
+	conf = from_flags(good, 7, &errs);
+	ck_assert_msg(conf != NULL, "%s", errs);
+	ck_assert_str_eq(errs, "");
+	ck_assert_ptr_null(conf->file);
+	ck_assert_str_eq(conf->zk_servers, "127.0.0.1:2181/app");
+	ck_assert_str_eq(conf->election_path, "/zkelect/x");
+	ck_assert_str_eq(conf->election_id, "null");
+	ck_assert_uint_eq(conf->zk_session_timeout_ms, 4000);
+	ck_assert(conf->notify_run_exit_stop);
+	ck_assert(conf->notify_run_inherit);
+	ck_assert_int_eq(conf->notify_run[0][0], '/');	/* found in PATH */
+	ck_assert_str_eq(conf->notify_run[0] + strlen(conf->notify_run[0]) - 5,
+	    "/true");
+	ck_assert_str_eq(conf->notify_run[1], "--x");
+	ck_assert_ptr_null(conf->notify_run[2]);
+	ck_assert_str_eq(conf->api_socket, "/run/zkelect/zkelect.sock");
+	config_free(conf);
+	free(errs);
+
+	ck_assert_ptr_null(from_flags(bad, 5, &errs));
+	ck_assert_str_eq(errs,
+	    "zkelectd: --path: election.path: must not end with '/'\n"
+	    "zkelectd: --id: election.id: must not be empty\n"
+	    "zkelectd: --run-exit: notify.run_exit: invalid value 'sometimes' "
+	    "(use restart or stop)\n"
+	    "zkelectd: --tick-time: zookeeper.tick_time: 5s is more than half "
+	    "of zookeeper.session_timeout (6s, the default): the agent leads "
+	    "only with T >= 2 x tick_time (set session_timeout to at least "
+	    "10s)\n"
+	    "zkelectd: --run-exit: notify.run_exit: needs notify.run (the "
+	    "command whose end it is about)\n");
+	free(errs);
+
+	ck_assert_ptr_null(from_flags(missing, 3, &errs));
+	ck_assert_str_eq(errs, "zkelectd: --: cannot run "
+	    "'no-such-command-zkelect': not found in PATH\n");
+	free(errs);
+}
+END_TEST
+
 static const struct {
 	const char	*text;
 	int		 ok;
@@ -490,6 +582,7 @@ config_suite(void)
 	tcase_add_test(tc, test_good_partitions);
 	tcase_add_test(tc, test_corpus_complete);
 	tcase_add_test(tc, test_free_null);
+	tcase_add_test(tc, test_flags);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bad");

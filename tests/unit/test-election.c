@@ -167,6 +167,9 @@ test_uuid(char buf[ELECTION_UUID_LEN + 1], void *arg)
 /* The election a test drives, freed by the fixture when the test ends. */
 static struct election *current;
 
+/* zookeeper.tick_time of the next new_election (setup: ZK_TICK). */
+static int stated_tick = ZK_TICK;
+
 static void
 new_election(struct election *e, bool candidate)
 {
@@ -175,7 +178,7 @@ new_election(struct election *e, bool candidate)
 	current = e;
 	uuid_counter = 0;
 	election_init(e, MY_ID, NULL, candidate);
-	e->tick_ms = ZK_TICK;
+	e->tick_ms = stated_tick;
 	e->uuid_gen = test_uuid;
 	e->uuid_arg = &uuid_counter;
 }
@@ -184,6 +187,7 @@ static void
 setup(void)
 {
 	current = NULL;
+	stated_tick = ZK_TICK;
 }
 
 static void
@@ -388,7 +392,7 @@ poll_claim(struct election *e)
 #define DEADLINE1	(T0 + 9 + LEASE)
 
 static void
-join_leader(struct election *e)
+join_leader_at(struct election *e, uint64_t deadline)
 {
 	const struct step s[] = {
 		{ CONNECTED_NEW(T0), "read_claim create", R(ELECTION_UNKNOWN),
@@ -406,7 +410,13 @@ join_leader(struct election *e)
 	new_election(e, true);
 	RUN(e, s);
 	ck_assert_uint_eq(e->epoch, (uint64_t)E1);
-	ck_assert_uint_eq(e->lease_deadline, DEADLINE1);
+	ck_assert_uint_eq(e->lease_deadline, deadline);
+}
+
+static void
+join_leader(struct election *e)
+{
+	join_leader_at(e, DEADLINE1);
 }
 
 /* A follower: ME(1,05) queued behind F03 and E04, D07 behind us. */
@@ -1766,6 +1776,115 @@ START_TEST(test_observer_earns_nothing_and_is_left)
 END_TEST
 
 /*
+ * The tick's bound learned from the servers (doc/design.md, "The lease"):
+ * without zookeeper.tick_time the agent assumes T/2 (a lease of T/3 after a
+ * renewal) until a server's minSessionTimeout says tickTime is at most half
+ * of it; from the next renewal on the lease counts with that.
+ */
+START_TEST(test_tick_bound_learned)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_event srv = { .type = EV_SERVER,
+	    .server = SERVER_VOTING, .min_timeout_ms = 1000, .now = T0 + 30 };
+	struct election_report r;
+	uint64_t s;
+	int i;
+
+	stated_tick = 0;		/* not stated: T/2 assumed */
+	join_leader_at(&e, T0 + 9 + T / 3);
+	election_report(&e, &r);
+	ck_assert_int_eq(r.tick_from, TICK_ASSUMED);
+	ck_assert_uint_eq(r.tick_bound_ms, T / 2);
+	for (i = 0; i < 4; i++) {
+		s = election_next_tick(&e);
+		feed(&e, (struct election_event)TICK(s));
+		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1,
+		    s + 7));
+	}
+	ck_assert_uint_le(e.lease_deadline, s + T / 3);	/* span T/3 */
+	srv.now = s + 8;
+	feed(&e, srv);
+	election_report(&e, &r);
+	ck_assert_int_eq(r.tick_from, TICK_LEARNED);
+	ck_assert_uint_eq(r.tick_bound_ms, 500);
+	ck_assert_int_eq(r.min_timeout_ms, 1000);
+	ck_assert(!r.tick_understated);
+	for (i = 0; i < 4; i++) {
+		s = election_next_tick(&e);
+		feed(&e, (struct election_event)TICK(s));
+		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
+		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1,
+		    s + 7));
+	}
+	ck_assert_uint_eq(e.lease_deadline, s + LEASE);	/* the 2T/3 cap */
+	/* A server with a smaller minSessionTimeout lowers nothing. */
+	srv.min_timeout_ms = 400;
+	srv.now = s + 10;
+	feed(&e, srv);
+	election_report(&e, &r);
+	ck_assert_uint_eq(r.tick_bound_ms, 500);
+}
+END_TEST
+
+/*
+ * zookeeper.tick_time understated: told 500 ms while a server's
+ * minSessionTimeout (4 s) allows a tickTime up to 2 s. The larger bound
+ * counts (a lease of T/2 after a renewal, not 2T/3), and the report says
+ * the stated value is below it.
+ */
+START_TEST(test_understated_tick_not_believed)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_event srv = { .type = EV_SERVER,
+	    .server = SERVER_VOTING, .min_timeout_ms = 4000, .now = T0 + 30 };
+	struct election_report r;
+	uint64_t s;
+	int i;
+
+	join_leader(&e);
+	feed(&e, srv);
+	election_report(&e, &r);
+	ck_assert_int_eq(r.tick_from, TICK_LEARNED);
+	ck_assert_uint_eq(r.tick_bound_ms, 2000);
+	ck_assert(r.tick_understated);
+	for (i = 0; i < 4; i++) {
+		s = election_next_tick(&e);
+		feed(&e, (struct election_event)TICK(s));
+		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1,
+		    s + 7));
+	}
+	ck_assert_uint_le(e.lease_deadline, s + T / 2);	/* span T/2 */
+	/* Stated at least as large as the servers' bound: stated. */
+	e.tick_ms = 2500;
+	election_report(&e, &r);
+	ck_assert_int_eq(r.tick_from, TICK_STATED);
+	ck_assert(!r.tick_understated);
+}
+END_TEST
+
+/*
+ * An ensemble with observers behind an address that is none of its
+ * servers (probe.c's SERVER_UNIDENTIFIED): no lease, as through an
+ * observer; the reason says which.
+ */
+START_TEST(test_unidentified_server_earns_nothing)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	struct election_event srv = { .type = EV_SERVER,
+	    .server = SERVER_UNIDENTIFIED, .now = T0 + 300 };
+	struct election_report r;
+
+	join_follower(&e);
+	feed(&e, srv);
+	ck_assert_str_eq(rendered, "release:" ME(1, 05) " kick:unidentified");
+	election_report(&e, &r);
+	ck_assert_int_eq(r.bar, BAR_UNIDENTIFIED);
+	ck_assert_str_eq(election_server_name(r.server), "unidentified");
+}
+END_TEST
+
+/*
  * ZooKeeper's history went back (restored from an older snapshot): our
  * claim's zxid is below an epoch we already led under. Never publish it;
  * say why, and claim again later.
@@ -2832,6 +2951,9 @@ election_suite(void)
 	tcase_add_test(tc, test_lease_until_anchor);
 	tcase_add_test(tc, test_short_timeout_refuses_to_lead);
 	tcase_add_test(tc, test_observer_earns_nothing_and_is_left);
+	tcase_add_test(tc, test_tick_bound_learned);
+	tcase_add_test(tc, test_understated_tick_not_believed);
+	tcase_add_test(tc, test_unidentified_server_earns_nothing);
 	tcase_add_test(tc, test_epoch_backwards_refused);
 	tcase_add_test(tc, test_slow_round_trips_start_no_term);
 	tcase_add_test(tc, test_noauth_ends_the_term);

@@ -48,7 +48,11 @@ static char tmpdir[] = "/tmp/zkelect-notify-XXXXXX";
 static char logpath[PATH_MAX];
 static struct config conf;
 static struct agent agent;
-static struct part parts[NPARTS];
+/* The fleet notify.c serves: part 0 the single election (unnamed), parts
+ * 1.. partitions (a real fleet has one kind; notify.c treats each part on
+ * its own). */
+#define SINGLE		(&agent.fleet.parts[0])
+#define PART(i)		(&agent.fleet.parts[(i) + 1])
 static const char *const part_names[NPARTS] = { "p0", "p1" };
 static struct notify *nt;
 
@@ -75,25 +79,23 @@ alive(pid_t pid)
 }
 
 static void
-cb_resign(void *arg, uint64_t hold_ms)
+cb_resign(void *arg, struct part *pt, uint64_t hold_ms)
 {
 	seen.resigns++;
 	seen.resign_hold = hold_ms;
 }
 
 static void
-cb_told(void *arg, uint64_t told)
+cb_told(void *arg, struct part *pt, uint64_t told)
 {
-	seen.told++;
-	seen.told_arg = told;
-	seen.child_alive_at_told = alive(watch_child);
-}
+	int i = pt->idx - 1;
 
-static void
-cb_part_told(void *arg, struct part *pt, uint64_t told)
-{
-	int i = (int)(pt - parts);
-
+	if (pt == SINGLE) {
+		seen.told++;
+		seen.told_arg = told;
+		seen.child_alive_at_told = alive(watch_child);
+		return;
+	}
 	ck_assert_int_ge(i, 0);
 	ck_assert_int_lt(i, NPARTS);
 	seen.part_told[i]++;
@@ -104,7 +106,6 @@ cb_part_told(void *arg, struct part *pt, uint64_t told)
 static const struct notify_cb callbacks = {
 	.resign = cb_resign,
 	.told = cb_told,
-	.part_told = cb_part_told,
 };
 
 static void
@@ -126,20 +127,21 @@ setup(void)
 	memset(watch_part_child, 0, sizeof(watch_part_child));
 	conf.election_id = strdup("agent-1");
 	conf.election_path = strdup("/zkelect/test");
+	conf.api_socket = strdup("/run/zkelect/test.sock");
 	conf.notify_hook_timeout_ms = 5000;
 
 	memset(&agent, 0, sizeof(agent));
 	agent.conf = &conf;
 	ck_assert_ptr_nonnull(agent.base = event_base_new());
-	election_init(&agent.election, "agent-1", NULL, true);
-	agent.election.role = ELECTION_FOLLOWER;
-
-	memset(parts, 0, sizeof(parts));
-	for (i = 0; i < NPARTS; i++) {
-		parts[i].name = part_names[i];
-		parts[i].e = &parts[i].own;
-		election_init(&parts[i].own, "agent-1", NULL, true);
-		parts[i].own.role = ELECTION_FOLLOWER;
+	agent.fleet.nparts = NPARTS + 1;
+	ck_assert_ptr_nonnull(agent.fleet.parts = calloc(NPARTS + 1,
+	    sizeof(*agent.fleet.parts)));
+	for (i = 0; i < NPARTS + 1; i++) {
+		agent.fleet.parts[i].idx = i;
+		agent.fleet.parts[i].name = i == 0 ? NULL : part_names[i - 1];
+		agent.fleet.parts[i].path = conf.election_path;
+		election_init(&agent.fleet.parts[i].e, "agent-1", NULL, true);
+		agent.fleet.parts[i].e.role = ELECTION_FOLLOWER;
 	}
 	ck_assert_ptr_nonnull(nt = notify_open(&agent, &callbacks));
 }
@@ -162,6 +164,7 @@ teardown(void)
 	notify_close(nt);
 	nt = NULL;
 	event_base_free(agent.base);
+	free(agent.fleet.parts);
 	argv_free(conf.notify_on_leader);
 	argv_free(conf.notify_on_follower);
 	argv_free(conf.notify_on_leader_change);
@@ -170,6 +173,7 @@ teardown(void)
 	free(conf.election_value);
 	free(conf.election_id);
 	free(conf.election_path);
+	free(conf.api_socket);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	memcpy(tmpdir + strlen(tmpdir) - 6, "XXXXXX", 6);
@@ -407,17 +411,36 @@ read_pid(const char *name)
 
 /* --- helpers: transitions, as the election makes them --- */
 
+/* pt's election follows, connected, and the last claim it read names ID
+ * under EPOCH (with VALUE, or none); then notify.c hears the report
+ * changed. */
+static void
+leader_seen(struct part *pt, const char *id, uint64_t epoch, const char *value)
+{
+	struct election *e = &pt->e;
+
+	e->session = SESSION_CONNECTED;
+	e->claim_known = true;
+	e->claim_mine = false;
+	snprintf(e->claim_id, sizeof(e->claim_id), "%s", id);
+	e->claim_epoch = epoch;
+	e->claim_has_value = value != NULL;
+	snprintf(e->claim_value, sizeof(e->claim_value), "%s",
+	    value != NULL ? value : "");
+	notify_leader_seen(nt, pt);
+}
+
 static void
 gain(uint64_t epoch)
 {
 	struct election_action a = { .type = ACT_NOTIFY };
 
-	agent.election.role = ELECTION_LEADER;
-	agent.election.epoch = epoch;
+	SINGLE->e.role = ELECTION_LEADER;
+	SINGLE->e.epoch = epoch;
 	a.from = ELECTION_FOLLOWER;
 	a.to = ELECTION_LEADER;
 	a.reason = REASON_CLAIMED;
-	notify_transition(nt, &a);
+	notify_transition(nt, SINGLE, &a);
 }
 
 /* A loss numbered TOLD; STANDS: our node stays until the lease deadline,
@@ -427,15 +450,15 @@ lose(uint64_t told, bool stands, uint64_t lease_ms)
 {
 	struct election_action a = { .type = ACT_NOTIFY };
 
-	agent.election.role = ELECTION_FOLLOWER;
-	agent.election.lease_deadline = clock_now_ms() + lease_ms;
+	SINGLE->e.role = ELECTION_FOLLOWER;
+	SINGLE->e.lease_deadline = clock_now_ms() + lease_ms;
 	a.from = ELECTION_LEADER;
 	a.to = ELECTION_FOLLOWER;
 	a.reason = stands ? REASON_RESIGNED : REASON_SESSION_EXPIRED;
 	a.wait = true;
 	a.told = told;
 	a.node_stands = stands;
-	notify_transition(nt, &a);
+	notify_transition(nt, SINGLE, &a);
 }
 
 static void
@@ -443,14 +466,12 @@ part_gain(int i, uint64_t epoch)
 {
 	struct election_action a = { .type = ACT_NOTIFY };
 
-	agent.parts = parts;
-	agent.nparts = NPARTS;
-	parts[i].own.role = ELECTION_LEADER;
-	parts[i].own.epoch = epoch;
+	PART(i)->e.role = ELECTION_LEADER;
+	PART(i)->e.epoch = epoch;
 	a.from = ELECTION_FOLLOWER;
 	a.to = ELECTION_LEADER;
 	a.reason = REASON_CLAIMED;
-	notify_part_transition(nt, &parts[i], &a);
+	notify_transition(nt, PART(i), &a);
 }
 
 static void
@@ -458,15 +479,15 @@ part_lose(int i, uint64_t told)
 {
 	struct election_action a = { .type = ACT_NOTIFY };
 
-	parts[i].own.role = ELECTION_FOLLOWER;
-	parts[i].own.lease_deadline = clock_now_ms() + 5000;
+	PART(i)->e.role = ELECTION_FOLLOWER;
+	PART(i)->e.lease_deadline = clock_now_ms() + 5000;
 	a.from = ELECTION_LEADER;
 	a.to = ELECTION_FOLLOWER;
 	a.reason = REASON_REASSIGNED;
 	a.wait = true;
 	a.told = told;
 	a.node_stands = true;
-	notify_part_transition(nt, &parts[i], &a);
+	notify_transition(nt, PART(i), &a);
 }
 
 /* A script that waits for $D/NAME to appear (the test's say-so). */
@@ -667,7 +688,6 @@ START_TEST(test_hook_environment)
 	static const char dump[] =
 	    "env | grep -E '^(ZKELECT_|NOTIFY_SOCKET|ZKT_)' | LC_ALL=C sort > \"$D/env.$1\"\n"
 	    "note $1\n";
-	struct election_report r;
 	char *env;
 
 	setenv("ZKT_KEEP", "kept", 1);
@@ -681,14 +701,7 @@ START_TEST(test_hook_environment)
 	gain(4660);
 	lose(1, true, 5000);
 	wait_for_trace("follower");
-	memset(&r, 0, sizeof(r));
-	r.role = ELECTION_FOLLOWER;
-	r.has_leader = true;
-	snprintf(r.leader_id, sizeof(r.leader_id), "agent-2");
-	r.leader_epoch = 77;
-	r.has_value = true;
-	snprintf(r.leader_value, sizeof(r.leader_value), "http://b:2");
-	notify_leader_seen(nt, &r);
+	leader_seen(SINGLE, "agent-2", 77, "http://b:2");
 	wait_for_trace("change");
 	wait_idle();
 
@@ -701,6 +714,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=http://a:1\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=leader\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	env = slurp(in_dir("env.follower"));
@@ -712,6 +726,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=follower\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	env = slurp(in_dir("env.change"));
@@ -723,6 +738,7 @@ START_TEST(test_hook_environment)
 	    "ZKELECT_LEADER_VALUE=http://b:2\n"
 	    "ZKELECT_PATH=/zkelect/test\n"
 	    "ZKELECT_ROLE=follower\n"
+	    "ZKELECT_SOCKET=/run/zkelect/test.sock\n"
 	    "ZKT_KEEP=kept\n");
 	free(env);
 	unsetenv("ZKT_KEEP");
@@ -734,25 +750,15 @@ END_TEST
 /* on_leader_change runs once per new leader, and not on the leader. */
 START_TEST(test_leader_change_once_per_leader)
 {
-	struct election_report r;
-
 	conf.notify_on_leader_change = script("change.sh", NULL,
 	    "note change $ZKELECT_LEADER_ID $ZKELECT_LEADER_EPOCH\n");
-	memset(&r, 0, sizeof(r));
-	r.role = ELECTION_FOLLOWER;
-	r.has_leader = true;
-	snprintf(r.leader_id, sizeof(r.leader_id), "agent-2");
-	r.leader_epoch = 10;
-	notify_leader_seen(nt, &r);
+	leader_seen(SINGLE, "agent-2", 10, NULL);
 	wait_idle();
-	notify_leader_seen(nt, &r);	/* the same leader again */
-	r.leader_epoch = 11;		/* the same agent, a new term */
-	notify_leader_seen(nt, &r);
+	leader_seen(SINGLE, "agent-2", 10, NULL);	/* the same leader again */
+	leader_seen(SINGLE, "agent-2", 11, NULL);	/* the same agent, a new term */
 	wait_idle();
-	r.role = ELECTION_LEADER;	/* we lead: on_leader tells */
-	snprintf(r.leader_id, sizeof(r.leader_id), "agent-1");
-	r.leader_epoch = 12;
-	notify_leader_seen(nt, &r);
+	SINGLE->e.role = ELECTION_LEADER;	/* we lead: on_leader tells */
+	leader_seen(SINGLE, "agent-1", 12, NULL);
 	wait_idle();
 	assert_trace_is("change agent-2 10\nchange agent-2 11\n");
 	assert_log_has("on_leader_change hook");

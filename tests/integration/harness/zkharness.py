@@ -308,10 +308,10 @@ def unix_request(sock_path, method, target, timeout=1.0, headers=None, body=None
 # --------------------------------------------------------------------------
 # The agent
 
-# The tickTime of every server the harness starts (zkensemble.py too);
-# unknown for a server of the developer's own (ZKELECT_TEST_ZK).
-DEFAULT_TICK_TIME = os.environ.get("ZKELECT_TEST_ZK_TICK",
-                                   "" if os.environ.get("ZKELECT_TEST_ZK") else "200ms")
+# zookeeper.tick_time of every agent: unset, the default configuration (the
+# agent learns a bound on tickTime from the servers' minSessionTimeout);
+# ZKELECT_TEST_ZK_TICK=200ms states the harness's servers' tickTime instead.
+DEFAULT_TICK_TIME = os.environ.get("ZKELECT_TEST_ZK_TICK", "")
 
 
 class Agent(Process):
@@ -335,9 +335,8 @@ class Agent(Process):
         self.zk_yaml = zk_yaml
         self.log_level = log_level
         self.listen = listen          # optional loopback TCP listener
-        # zookeeper.tick_time, as an operator who knows the servers sets it:
-        # the harness's servers tick every 200 ms; "" leaves it unset (the
-        # agent then assumes tickTime = T/2, the largest ZooKeeper accepts).
+        # zookeeper.tick_time: "" leaves it unset (the agent learns a bound
+        # from the servers, or assumes T/2 until it has one).
         self.tick_time = DEFAULT_TICK_TIME if tick_time is None else tick_time
         self.proc = None
         self.paused = False

@@ -1,0 +1,1024 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One ZooKeeper session and the elections it takes part in (doc/design.md,
+ * "Partitions" and "Architecture"), as a pure state machine. The driver
+ * (zk.c, or the simulator) turns what ZooKeeper says into fleet events and
+ * performs the actions fleet_step() returns; every election is stepped
+ * here. A single election is a fleet of one unnamed part. With partitions
+ * the fleet also owns:
+ *  - the member node (one ephemeral sequential node per live agent, made on
+ *    each new session) and the member listing, whose ids the assignment
+ *    (assign.c) reads with each partition's leader;
+ *  - the session's renewal: one sync every renewal period, whatever the
+ *    number of partitions, which extends every leading partition's lease;
+ *  - the graceful stop: the member node first, then each leader hands over
+ *    once a successor queues, the rest after FLEET_STOP_WAIT_MS.
+ * Work per event does not grow with the number of partitions: the parts'
+ * next ticks are kept in a heap, and what the renewal and the stop ask of
+ * the parts (who leads, who holds a node, who has stopped) in counts kept
+ * as each part steps.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "assign.h"
+#include "config.h"
+#include "fleet.h"
+#include "log.h"
+
+static void	fleet_feed(struct fleet *, struct part *,
+		    const struct election_event *, struct fleet_actions *);
+static void	fleet_assign(struct fleet *, struct fleet_actions *);
+static void	fleet_check_stop(struct fleet *, struct fleet_actions *);
+
+static struct fleet_action *
+fleet_push(struct fleet_actions *out, enum fleet_action_type type, int part)
+{
+	struct fleet_action *a;
+
+	if (out->n >= FLEET_ACTIONS_MAX)
+		abort();	/* a broken invariant: see fleet_room */
+	a = &out->a[out->n++];
+	memset(a, 0, sizeof(*a));
+	a->type = type;
+	a->part = part;
+	return a;
+}
+
+/* --- The parts' next ticks: a binary heap on due (0: not in it). --- */
+
+static bool
+fleet_heap_less(const struct fleet *f, int i, int j)
+{
+	return f->parts[f->heap[i]].due < f->parts[f->heap[j]].due;
+}
+
+static void
+fleet_heap_swap(struct fleet *f, int i, int j)
+{
+	int t = f->heap[i];
+
+	f->heap[i] = f->heap[j];
+	f->heap[j] = t;
+	f->parts[f->heap[i]].heap = i;
+	f->parts[f->heap[j]].heap = j;
+}
+
+static void
+fleet_heap_fix(struct fleet *f, int i)
+{
+	int c;
+
+	while (i > 0 && fleet_heap_less(f, i, (i - 1) / 2)) {
+		fleet_heap_swap(f, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= f->nheap)
+			break;
+		if (c + 1 < f->nheap && fleet_heap_less(f, c + 1, c))
+			c++;
+		if (!fleet_heap_less(f, c, i))
+			break;
+		fleet_heap_swap(f, i, c);
+		i = c;
+	}
+}
+
+/* The part's next tick changed (0: none). */
+static void
+fleet_schedule(struct fleet *f, struct part *pt)
+{
+	uint64_t due = election_next_tick(&pt->e);
+	int i;
+
+	if (due == pt->due && (due == 0) == (pt->heap < 0))
+		return;
+	pt->due = due;
+	if (due == 0) {
+		if ((i = pt->heap) < 0)
+			return;
+		fleet_heap_swap(f, i, --f->nheap);
+		pt->heap = -1;
+		if (i < f->nheap)
+			fleet_heap_fix(f, i);
+		return;
+	}
+	if (pt->heap < 0) {
+		pt->heap = f->nheap;
+		f->heap[f->nheap++] = pt->idx;
+	}
+	fleet_heap_fix(f, pt->heap);
+}
+
+/* --- Counting as parts step --- */
+
+static bool
+fleet_busy(const struct election *e)
+{
+	return e->role == ELECTION_LEADER || e->phase == PHASE_RELEASING ||
+	    e->phase == PHASE_DELETING;
+}
+
+/*
+ * Who leads the partition, as an input of the assignment: us while we
+ * lead; else whom the last claim read names ("" for nobody), even our own
+ * id (a claim that names us while we do not lead: every other agent reads
+ * the same claim, so we must count it as they do); NULL before any claim
+ * was read.
+ */
+const char *
+fleet_part_leader(const struct part *pt)
+{
+	const struct election *e = &pt->e;
+
+	if (e->role == ELECTION_LEADER)
+		return e->id;
+	if (e->claim_seen == 0)
+		return NULL;
+	return e->claim_known ? e->claim_id : "";
+}
+
+/* Our ownership changed, or our assignment: a rebalance ends when every
+ * partition we own is ours and every one that is ours we own. */
+static void
+fleet_settle(struct fleet *f)
+{
+	struct fleet_view *v = &f->view;
+
+	if (f->nunsettled == 0 && v->rebalance_started != 0) {
+		v->rebalance_ms = f->now - v->rebalance_started;
+		v->rebalance_started = 0;
+		log_info("partitions: settled in %" PRIu64 " ms: leading %d of "
+		    "%d, with %d members", v->rebalance_ms, v->owned, f->nparts,
+		    v->count);
+	}
+}
+
+/* Keeps the counts (leading, queued, busy, stopped, owned, settled) as the
+ * part's election now is. */
+static void
+fleet_count(struct fleet *f, struct part *pt)
+{
+	const struct election *e = &pt->e;
+	bool leading = e->phase == PHASE_LEADING;
+	bool queued = e->node[0] != '\0';
+	bool owned = e->role == ELECTION_LEADER;
+	bool was_unsettled = pt->owned != pt->assigned;
+
+	if (leading != pt->leading)
+		f->nleading += leading ? 1 : -1;
+	if (queued != pt->queued)
+		f->nqueued += queued ? 1 : -1;
+	pt->leading = leading;
+	pt->queued = queued;
+	if (!f->partitioned)
+		return;
+	if (owned != pt->owned) {
+		pt->owned = owned;
+		f->view.owned += owned ? 1 : -1;
+		f->view.ownership_changes++;
+	}
+	if ((pt->owned != pt->assigned) != was_unsettled)
+		f->nunsettled += was_unsettled ? -1 : 1;
+}
+
+/* --- Stepping one part --- */
+
+/*
+ * Steps one part's election and passes its actions on: its ZooKeeper calls
+ * and notifications as they are; a kick, a new session and the exit once
+ * for the fleet.
+ */
+static void
+fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	struct election *e = &pt->e;
+	struct election_actions acts;
+	struct election before;
+	struct fleet_action *fa;
+	const char *leader;
+	bool busy, stopped;
+	int i;
+
+	memset(&acts, 0, sizeof(acts));
+	/* Only the scalars are compared; the copy does not own e->ahead. */
+	memcpy(&before, e, sizeof(before));
+	election_step(e, ev, &acts);
+	if (f->stepped != NULL)
+		f->stepped(f->stepped_arg, pt, &before, &acts);
+	for (i = 0; i < acts.n; i++) {
+		switch (acts.a[i].type) {
+		case ACT_KICK:
+			/* Partitions ask together: one kick moves the
+			 * connection. */
+			if (f->partitioned && f->last_kick_at != 0 &&
+			    ev->now < f->last_kick_at + 100)
+				break;
+			f->last_kick_at = ev->now;
+			fa = fleet_push(out, FACT_KICK, pt->idx);
+			fa->a = acts.a[i];
+			break;
+		case ACT_NEW_SESSION:
+			/* Once for all parts, after the fan-out. */
+			f->new_session_owed = true;
+			break;
+		case ACT_EXIT:
+			if (!f->partitioned) {
+				fa = fleet_push(out, FACT_EXIT, -1);
+				/*
+				 * Closing the session is a transaction of its
+				 * own: right after a release that named a
+				 * successor it would compete with the
+				 * successor's read of the election node.
+				 */
+				fa->linger_ms = e->release_succ ?
+				    ELECTION_RELEASE_LINGER_MS : 0;
+			}
+			break;
+		default:
+			fa = fleet_push(out, FACT_ELECTION, pt->idx);
+			fa->a = acts.a[i];
+			break;
+		}
+	}
+	busy = fleet_busy(e);
+	stopped = e->phase == PHASE_STOPPED;
+	if (busy != fleet_busy(&before))
+		f->nbusy += busy ? 1 : -1;
+	if (stopped != (before.phase == PHASE_STOPPED))
+		f->nstopped += stopped ? 1 : -1;
+	fleet_count(f, pt);
+	fleet_schedule(f, pt);
+	/* A partition's leader is an input of the assignment: assign again
+	 * once the events at hand are applied (fleet_flush). */
+	if (f->partitioned && (leader = fleet_part_leader(pt)) != NULL &&
+	    strcmp(leader, pt->leader) != 0)
+		f->assign_owed = true;
+	if (e->index != before.index) {
+		if (f->partitioned)
+			f->view.index++;
+		fleet_push(out, FACT_CHANGED, pt->idx);
+		if (f->partitioned && pt->owned != (before.role ==
+		    ELECTION_LEADER))
+			fleet_settle(f);
+	}
+	if (f->stopping)
+		fleet_check_stop(f, out);
+}
+
+/* Every part hears ev (its generation its own), then a new session is
+ * opened once if any asked. */
+static void
+fleet_fan_out(struct fleet *f, struct election_event *ev,
+    struct fleet_actions *out)
+{
+	int i;
+
+	f->new_session_owed = false;
+	for (i = 0; i < f->nparts; i++) {
+		ev->gen = f->parts[i].e.gen;
+		fleet_feed(f, &f->parts[i], ev, out);
+	}
+}
+
+static void
+fleet_new_session_owed(struct fleet *f, struct fleet_actions *out)
+{
+	if (!f->new_session_owed)
+		return;
+	f->new_session_owed = false;
+	fleet_push(out, FACT_NEW_SESSION, -1);
+}
+
+/* --- Partitions: the member node, the listing, the assignment --- */
+
+static void
+fleet_assign_part(struct fleet *f, struct part *pt, bool assigned,
+    struct fleet_actions *out)
+{
+	struct election_event ev;
+	bool was = pt->owned != pt->assigned;
+
+	pt->assigned = assigned;
+	if ((pt->owned != pt->assigned) != was)
+		f->nunsettled += was ? -1 : 1;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_ASSIGN;
+	ev.now = f->now;
+	ev.assigned = assigned;
+	fleet_feed(f, pt, &ev, out);
+}
+
+static int
+fleet_member_cmp(const void *va, const void *vb)
+{
+	const struct fleet_member *a = va, *b = vb;
+
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/*
+ * Every member's id is known, or a partition's leader changed: who should
+ * own what (assign.c), from the members and each partition's leader as we
+ * see them.
+ */
+static void
+fleet_assign(struct fleet *f, struct fleet_actions *out)
+{
+	struct fleet_view *v = &f->view;
+	const char *leader;
+	struct assign_member *am;
+	const char **names;
+	int *owner, *cur, i, j, k = 0, self = -1, assigned = 0, before, was;
+	bool changed = false;
+
+	f->assign_owed = false;
+	if (f->stopping)
+		return;
+	am = calloc((size_t)f->nmembers + 1, sizeof(*am));
+	names = calloc((size_t)f->nparts, sizeof(*names));
+	owner = calloc((size_t)f->nparts, sizeof(*owner));
+	cur = calloc((size_t)f->nparts, sizeof(*cur));
+	if (am == NULL || names == NULL || owner == NULL || cur == NULL)
+		abort();
+	for (i = 0; i < f->nmembers; i++) {
+		if (!f->members[i].known)
+			continue;
+		if (strcmp(f->members[i].name, f->member_node) == 0)
+			self = k;
+		am[k].id = f->members[i].id;
+		am[k].seq = f->members[i].seq;
+		k++;
+	}
+	for (i = 0; i < f->nparts; i++) {
+		names[i] = f->parts[i].name;
+		/* The last leader seen (a leader gone is no member). */
+		if ((leader = fleet_part_leader(&f->parts[i])) != NULL)
+			snprintf(f->parts[i].leader, sizeof(f->parts[i].leader),
+			    "%s", leader);
+		cur[i] = -1;
+		for (j = 0; j < k; j++) {
+			if (strcmp(am[j].id, f->parts[i].leader) == 0) {
+				cur[i] = j;
+				break;
+			}
+		}
+	}
+	before = v->count;
+	was = v->assigned;
+	if (k > 0 && assign_partitions(am, k, names, f->nparts,
+	    f->assign_unsticky ? NULL : cur, owner) == -1)
+		k = 0;
+	for (i = 0; i < f->nparts; i++) {
+		bool mine = k > 0 && self >= 0 && owner[i] == self;
+
+		if (mine)
+			assigned++;
+		if (mine != f->parts[i].assigned) {
+			changed = true;
+			fleet_assign_part(f, &f->parts[i], mine, out);
+		}
+	}
+	v->count = k;
+	v->assigned = assigned;
+	if (k != before || changed) {
+		log_info("partitions: %d members (%d before)%s; %d of %d "
+		    "assigned to us (%d before)", k, before, self < 0 ?
+		    ", not one of them yet" : "", assigned, f->nparts, was);
+		v->index++;
+		if (v->rebalance_started == 0)
+			v->rebalance_started = f->now;
+		fleet_settle(f);
+		fleet_push(out, FACT_CHANGED, -1);
+	}
+	free(am);
+	free(names);
+	free(owner);
+	free(cur);
+}
+
+void
+fleet_flush(struct fleet *f, uint64_t now, struct fleet_actions *out)
+{
+	f->now = now;
+	if (!f->partitioned || !f->assign_owed)
+		return;
+	if (f->member_reads > 0 || f->member_node[0] == '\0') {
+		f->assign_owed = false;	/* the listing's end assigns */
+		return;
+	}
+	fleet_assign(f, out);
+}
+
+/* Our member node, created for this session (after its parents). */
+static void
+fleet_member_create(struct fleet *f, struct fleet_actions *out)
+{
+	f->member_creating = true;
+	fleet_push(out, FACT_MEMBER_CREATE, -1)->gen = f->member_gen;
+}
+
+/* Lists the members, leaving a watch for the next change. */
+static void
+fleet_members_list(struct fleet *f, struct fleet_actions *out)
+{
+	f->member_gen++;
+	f->member_reads = 0;
+	fleet_push(out, FACT_MEMBERS_LIST, -1)->gen = f->member_gen;
+}
+
+static struct fleet_member *
+fleet_member_find(struct fleet *f, const char *name)
+{
+	int i;
+
+	for (i = 0; i < f->nmembers; i++)
+		if (strcmp(f->members[i].name, name) == 0)
+			return &f->members[i];
+	return NULL;
+}
+
+/* The session changed: a new one needs a new member node. */
+static void
+fleet_members_session(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	int i;
+
+	if (ev->session == SESSION_EXPIRED) {
+		/* Our member node went with the session; so did every
+		 * partition's node. Out of every queue until listed again. */
+		f->member_node[0] = '\0';
+		f->member_session = 0;
+		for (i = 0; i < f->nparts; i++)
+			if (f->parts[i].assigned)
+				fleet_assign_part(f, &f->parts[i], false, out);
+		f->view.count = 0;
+		f->view.assigned = 0;
+		return;
+	}
+	if (ev->session != SESSION_CONNECTED || f->stopping)
+		return;
+	if (ev->session_id != f->member_session) {
+		f->member_session = ev->session_id;
+		f->member_node[0] = '\0';
+		f->member_creating = false;
+		fleet_member_create(f, out);
+	}
+	fleet_members_list(f, out);
+}
+
+/*
+ * A listing is whole (every id read). If no node of our session is in it
+ * and no create is out, our create never reached ZooKeeper (its connection
+ * broke first, within the same session): create it again, or we would
+ * never be a member until the next session. Then assign.
+ */
+static void
+fleet_members_listed(struct fleet *f, struct fleet_actions *out)
+{
+	if (f->member_node[0] == '\0' && !f->member_creating &&
+	    !f->stopping && f->member_session != 0 &&
+	    f->session == SESSION_CONNECTED)
+		fleet_member_create(f, out);
+	fleet_assign(f, out);
+}
+
+/* A listing's answer: keep what we know of the members still listed, read
+ * the ids of new ones. */
+static void
+fleet_members_apply_list(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	struct fleet_member *mb, *nm;
+	int i, n = 0;
+	int64_t seq;
+
+	if (ev->gen != f->member_gen || ev->rc != ZOK)
+		return;	/* the next connection lists again */
+	nm = calloc((size_t)ev->count + 1, sizeof(*nm));
+	if (nm == NULL)
+		abort();
+	for (i = 0; i < ev->count; i++) {
+		const char *name = ev->names[i];
+		char *end;
+
+		if (strncmp(name, "m-", 2) != 0 ||
+		    strlen(name) >= FLEET_MEMBER_NAME_MAX)
+			continue;
+		seq = strtoll(name + 2, &end, 10);
+		if (*end != '\0' || seq < 0 || end == name + 2)
+			continue;
+		if ((mb = fleet_member_find(f, name)) != NULL)
+			nm[n] = *mb;
+		else {
+			snprintf(nm[n].name, sizeof(nm[n].name), "%s", name);
+			nm[n].seq = seq;
+		}
+		n++;
+	}
+	qsort(nm, (size_t)n, sizeof(*nm), fleet_member_cmp);
+	free(f->members);
+	f->members = nm;
+	f->nmembers = n;
+	f->member_reads = 0;
+	for (i = 0; i < n; i++) {
+		if (nm[i].known)
+			continue;
+		mb = &nm[i];
+		{
+			struct fleet_action *a = fleet_push(out,
+			    FACT_MEMBER_READ, -1);
+
+			snprintf(a->name, sizeof(a->name), "%s", mb->name);
+			a->gen = f->member_gen;
+		}
+		f->member_reads++;
+	}
+	if (f->member_reads == 0)
+		fleet_members_listed(f, out);
+}
+
+/* A member's id. */
+static void
+fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	struct fleet_member *mb;
+
+	if (ev->gen != f->member_gen)
+		return;
+	if (ev->name != NULL && (mb = fleet_member_find(f, ev->name)) != NULL) {
+		if (ev->rc == ZOK && ev->datalen > 0 &&
+		    ev->datalen < ELECTION_ID_MAX) {
+			memcpy(mb->id, ev->data, (size_t)ev->datalen);
+			mb->id[ev->datalen] = '\0';
+			mb->owner = ev->owner;
+			mb->known = true;
+			/* Our create's answer was lost (rule 6's case): a
+			 * node of our session is ours. */
+			if (f->member_node[0] == '\0' && !f->member_creating &&
+			    ev->owner == f->session_id && ev->owner != 0)
+				snprintf(f->member_node, sizeof(f->member_node),
+				    "%s", mb->name);
+		} else if (ev->rc == ZNONODE) {
+			/* Gone already: the watch lists again. */
+			*mb = f->members[f->nmembers - 1];
+			f->nmembers--;
+			qsort(f->members, (size_t)f->nmembers,
+			    sizeof(*f->members), fleet_member_cmp);
+		}
+	}
+	if (--f->member_reads <= 0)
+		fleet_members_listed(f, out);
+}
+
+/* Our create's answer. */
+static void
+fleet_members_apply_created(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	const char *slash;
+
+	f->member_creating = false;
+	if (ev->rc == ZOK && ev->name != NULL && !f->stopping) {
+		slash = strrchr(ev->name, '/');
+		snprintf(f->member_node, sizeof(f->member_node), "%s",
+		    slash != NULL ? slash + 1 : ev->name);
+		log_info("partitions: joined as member %s/%s", f->members_path,
+		    f->member_node);
+		fleet_assign(f, out);
+	} else if (ev->rc != ZOK && ev->rc != ZCONNECTIONLOSS &&
+	    ev->rc != ZOPERATIONTIMEOUT && ev->rc != ZCLOSING)
+		log_warnx("partitions: cannot create the member node under %s: "
+		    "%s", f->members_path, zerror(ev->rc));
+}
+
+/* --- The session's renewal (doc/design.md, "Partitions") --- */
+
+/* While we lead any partition, a renewal every renewal period, whatever
+ * the number of partitions. */
+static bool
+fleet_srenew_wanted(const struct fleet *f)
+{
+	return f->partitioned && f->member_node[0] != '\0' &&
+	    f->session == SESSION_CONNECTED && f->nleading > 0;
+}
+
+static void
+fleet_srenew_send(struct fleet *f, struct fleet_actions *out)
+{
+	struct fleet_action *a;
+	int i;
+
+	a = fleet_push(out, FACT_SESSION_RENEW, -1);
+	snprintf(a->name, sizeof(a->name), "%s", f->member_node);
+	a->gen = f->member_gen;
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].leading)
+			election_session_sent(&f->parts[i].e, f->now);
+	lease_ring_sent(&f->ring, f->now);
+	f->srenew_inflight = true;
+	f->srenew_kicked = false;
+	f->srenew_sent = f->now;
+}
+
+/* When the renewal next needs a look: the next send, or the kick. */
+static uint64_t
+fleet_srenew_due(const struct fleet *f)
+{
+	const struct election *e = fleet_session(f);
+
+	if (!f->partitioned)
+		return 0;
+	if (f->srenew_inflight && !f->srenew_kicked)
+		return f->srenew_sent + e->shape.kick;
+	if (!f->srenew_inflight && fleet_srenew_wanted(f))
+		return f->srenew_next == 0 ? 1 : f->srenew_next;
+	return 0;
+}
+
+/* Time passed: send the renewal, or drop a connection on which it hangs
+ * (the server may be stopped or cut off). */
+static void
+fleet_srenew_tick(struct fleet *f, struct fleet_actions *out)
+{
+	const struct election *e = fleet_session(f);
+	struct fleet_action *a;
+
+	if (f->srenew_inflight) {
+		if (!f->srenew_kicked && f->now >= f->srenew_sent +
+		    e->shape.kick) {
+			f->srenew_kicked = true;
+			f->last_kick_at = f->now;
+			a = fleet_push(out, FACT_KICK, -1);
+			a->a.type = ACT_KICK;
+		}
+	} else if (fleet_srenew_wanted(f) && f->now >= f->srenew_next)
+		fleet_srenew_send(f, out);
+}
+
+static void
+fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	const struct election *se = fleet_session(f);
+	struct election_event rev;
+	uint64_t rtt, after;
+	int i;
+
+	if (!f->srenew_inflight)
+		return;
+	f->srenew_inflight = false;
+	rtt = f->now - f->srenew_sent;
+	after = se->shape.renew > rtt ? se->shape.renew - rtt : 0;
+	f->srenew_next = f->now + after;
+	if (ev->rc == ZOK) {
+		f->srenewals++;
+		lease_ring_acked(&f->ring, f->srenew_sent, f->now);
+	} else if (ev->rc == ZNONODE)
+		log_warnx("partitions: our member node %s/%s is gone; no lease "
+		    "for our partitions until the next session",
+		    f->members_path, f->member_node);
+	memset(&rev, 0, sizeof(rev));
+	rev.type = EV_SESSION_RENEWED;
+	rev.now = f->now;
+	rev.rc = ev->rc;
+	rev.owner = ev->owner;
+	rev.sent = f->srenew_sent;
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].leading)
+			fleet_feed(f, &f->parts[i], &rev, out);
+}
+
+/* --- A graceful stop --- */
+
+/* Partitions: every election has stopped, or a stop waits no more. */
+static void
+fleet_stop_all(struct fleet *f, struct fleet_actions *out)
+{
+	struct election_event ev;
+
+	if (f->stopped)
+		return;
+	f->stopped = true;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_STOP;
+	ev.now = f->now;
+	fleet_fan_out(f, &ev, out);
+	fleet_check_stop(f, out);
+}
+
+/*
+ * After each step while stopping: once we lead no partition, stop every
+ * election; once every one has stopped, leave the loop.
+ */
+static void
+fleet_check_stop(struct fleet *f, struct fleet_actions *out)
+{
+	bool linger = false;
+	int i;
+
+	if (!f->stopping || !f->partitioned || f->exited)
+		return;
+	if (!f->stopped) {
+		if (f->nbusy == 0)
+			fleet_stop_all(f, out);
+		return;
+	}
+	if (f->nstopped < f->nparts)
+		return;
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].e.release_succ)
+			linger = true;
+	f->exited = true;
+	fleet_push(out, FACT_EXIT, -1)->linger_ms = linger ?
+	    ELECTION_RELEASE_LINGER_MS : 0;
+}
+
+/*
+ * A graceful stop with partitions: our member node goes first, so that the
+ * others count us out and queue behind us; each partition we lead is
+ * released to its successor once one is queued (a parked leader does that
+ * on its own); after FLEET_STOP_WAIT_MS the rest are released anyway.
+ */
+static void
+fleet_stop(struct fleet *f, struct fleet_actions *out)
+{
+	struct fleet_action *a;
+	int i;
+
+	if (f->stopping)
+		return;
+	f->stopping = true;
+	f->stop_by = f->now + FLEET_STOP_WAIT_MS;
+	if (f->member_node[0] != '\0' && f->session == SESSION_CONNECTED) {
+		log_info("partitions: leaving: deleting member %s/%s",
+		    f->members_path, f->member_node);
+		a = fleet_push(out, FACT_MEMBER_DELETE, -1);
+		snprintf(a->name, sizeof(a->name), "%s", f->member_node);
+		a->gen = f->member_gen;
+	}
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].assigned)
+			fleet_assign_part(f, &f->parts[i], false, out);
+	f->view.assigned = 0;
+	fleet_check_stop(f, out);
+}
+
+/* --- Events --- */
+
+static void
+fleet_on_tick(struct fleet *f, const struct election_event *tick,
+    struct fleet_actions *out)
+{
+	struct election_event ev = *tick;
+	struct part *pt;
+
+	/* Each part that is due, earliest first. */
+	while (f->nheap > 0 && (pt = &f->parts[f->heap[0]])->due <= f->now) {
+		ev.gen = pt->e.gen;
+		fleet_feed(f, pt, &ev, out);
+		if (pt->heap >= 0 && pt->due <= f->now) {
+			/* Still due: nothing moved it at this instant; look
+			 * again a millisecond later, not in a loop now. */
+			pt->due = f->now + 1;
+			fleet_heap_fix(f, pt->heap);
+		}
+	}
+	if (f->partitioned) {
+		fleet_srenew_tick(f, out);
+		if (f->stopping && !f->stopped && f->now >= f->stop_by) {
+			log_warnx("stop: no successor queued in time for every "
+			    "partition; releasing anyway");
+			fleet_stop_all(f, out);
+		}
+	}
+	fleet_new_session_owed(f, out);	/* an auth failure's retry */
+}
+
+void
+fleet_step(struct fleet *f, const struct fleet_event *fev,
+    struct fleet_actions *out)
+{
+	struct election_event ev = fev->ev;
+	struct part *pt;
+
+	f->now = ev.now;
+	switch (fev->type) {
+	case FEV_SESSION:
+		ev.type = EV_SESSION;
+		if (ev.session != f->session || ev.session_id != f->session_id)
+			memset(&f->ring, 0, sizeof(f->ring));
+		f->session = ev.session;
+		if (ev.session == SESSION_CONNECTED)
+			f->session_id = ev.session_id;
+		if (ev.session != SESSION_CONNECTED) {
+			f->srenew_inflight = false;
+			f->srenew_kicked = false;
+		}
+		fleet_fan_out(f, &ev, out);
+		if (f->partitioned)
+			fleet_members_session(f, &ev, out);
+		fleet_new_session_owed(f, out);
+		break;
+	case FEV_SERVER:
+		ev.type = EV_SERVER;
+		fleet_fan_out(f, &ev, out);
+		fleet_new_session_owed(f, out);
+		break;
+	case FEV_ELECTION:
+	case FEV_NOTIFIED:
+		if (fev->part < 0 || fev->part >= f->nparts)
+			break;
+		pt = &f->parts[fev->part];
+		if (fev->type == FEV_NOTIFIED)
+			ev.type = EV_NOTIFIED;
+		fleet_feed(f, pt, &ev, out);
+		fleet_new_session_owed(f, out);
+		break;
+	case FEV_TICK:
+		ev.type = EV_TICK;
+		fleet_on_tick(f, &ev, out);
+		break;
+	case FEV_RESIGN:
+		ev.type = EV_RESIGN;
+		if (!f->partitioned && fev->part == 0)
+			fleet_feed(f, &f->parts[0], &ev, out);
+		break;
+	case FEV_STOP:
+		if (f->partitioned) {
+			fleet_stop(f, out);
+			break;
+		}
+		ev.type = EV_STOP;
+		fleet_feed(f, &f->parts[0], &ev, out);
+		break;
+	case FEV_MEMBER_CREATED:
+		fleet_members_apply_created(f, &ev, out);
+		break;
+	case FEV_MEMBERS:
+		fleet_members_apply_list(f, &ev, out);
+		break;
+	case FEV_MEMBER_DATA:
+		fleet_members_apply_data(f, &ev, out);
+		break;
+	case FEV_MEMBERS_CHANGED:
+		if (f->session == SESSION_CONNECTED && f->partitioned)
+			fleet_members_list(f, out);
+		break;
+	case FEV_MEMBER_DELETED:
+		break;
+	case FEV_SESSION_RENEWED:
+		fleet_srenew_answered(f, &ev, out);
+		break;
+	}
+}
+
+uint64_t
+fleet_next_tick(const struct fleet *f)
+{
+	uint64_t t = f->nheap > 0 ? f->parts[f->heap[0]].due : 0, x;
+
+	if ((x = fleet_srenew_due(f)) != 0 && (t == 0 || x < t))
+		t = x;
+	if (f->partitioned && f->stopping && !f->stopped &&
+	    (t == 0 || f->stop_by < t))
+		t = f->stop_by;
+	return t;
+}
+
+/* --- Set-up --- */
+
+const struct election *
+fleet_session(const struct fleet *f)
+{
+	return &f->parts[0].e;
+}
+
+enum election_role
+fleet_role(const struct part *pt, uint64_t now)
+{
+	enum election_role role = election_role_at(&pt->e, now);
+
+	if (role == ELECTION_UNKNOWN && pt->e.parked &&
+	    pt->e.session == SESSION_CONNECTED && pt->e.role ==
+	    ELECTION_UNKNOWN && !pt->e.stopping)
+		return ELECTION_FOLLOWER;
+	return role;
+}
+
+enum election_role
+fleet_status_role(const struct fleet *f, uint64_t now)
+{
+	const struct election *e = &f->parts[0].e;
+
+	if (!f->partitioned)
+		return election_role_at(e, now);
+	return e->session == SESSION_CONNECTED && !f->stopping ?
+	    ELECTION_FOLLOWER : ELECTION_UNKNOWN;
+}
+
+uint64_t
+fleet_index(const struct fleet *f)
+{
+	return f->partitioned ? f->view.index : f->parts[0].e.index;
+}
+
+struct part *
+fleet_part_named(struct fleet *f, const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].name != NULL &&
+		    strlen(f->parts[i].name) == len &&
+		    memcmp(f->parts[i].name, name, len) == 0)
+			return &f->parts[i];
+	return NULL;
+}
+
+/* The partition a watched path belongs to: BASE "/" NAME [/ child]. */
+struct part *
+fleet_part_of_path(struct fleet *f, const char *path)
+{
+	size_t blen;
+	const char *name, *slash;
+
+	if (!f->partitioned)
+		return &f->parts[0];
+	blen = strlen(f->parts_path);
+	if (strncmp(path, f->parts_path, blen) != 0 || path[blen] != '/')
+		return NULL;
+	name = path + blen + 1;
+	slash = strchr(name, '/');
+	return fleet_part_named(f, name, slash != NULL ?
+	    (size_t)(slash - name) : strlen(name));
+}
+
+void
+fleet_init(struct fleet *f, const struct config *conf,
+    void (*uuid_gen)(char out[ELECTION_UUID_LEN + 1], void *arg),
+    void *uuid_arg)
+{
+	struct part *pt;
+	int i;
+
+	memset(f, 0, sizeof(*f));
+	f->id = conf->election_id;
+	f->partitioned = conf->npartitions > 0;
+	f->nparts = f->partitioned ? conf->npartitions : 1;
+	if (asprintf(&f->parts_path, "%s/partitions", conf->election_path) == -1 ||
+	    asprintf(&f->members_path, "%s/members", conf->election_path) == -1)
+		abort();
+	if ((f->parts = calloc((size_t)f->nparts, sizeof(*f->parts))) == NULL ||
+	    (f->heap = calloc((size_t)f->nparts, sizeof(*f->heap))) == NULL)
+		abort();
+	for (i = 0; i < f->nparts; i++) {
+		pt = &f->parts[i];
+		pt->idx = i;
+		pt->heap = -1;
+		pt->name = f->partitioned ? conf->partitions[i] : NULL;
+		if ((f->partitioned ? asprintf(&pt->path, "%s/%s",
+		    f->parts_path, pt->name) : asprintf(&pt->path, "%s",
+		    conf->election_path)) == -1 ||
+		    asprintf(&pt->prefix, "%s/_c_", pt->path) == -1)
+			abort();
+		election_init(&pt->e, conf->election_id, conf->election_value,
+		    f->partitioned ? true : conf->election_candidate);
+		pt->e.step_down = conf->election_step_down;
+		pt->e.tick_ms = (int)conf->zk_tick_ms;
+		pt->e.uuid_gen = uuid_gen;
+		pt->e.uuid_arg = uuid_arg;
+		if (f->partitioned) {
+			pt->e.parked = true;	/* until the member listing */
+			pt->e.session_renewal = true;
+		}
+	}
+}
+
+void
+fleet_free(struct fleet *f)
+{
+	int i;
+
+	for (i = 0; i < f->nparts; i++) {
+		election_free(&f->parts[i].e);
+		free(f->parts[i].path);
+		free(f->parts[i].prefix);
+	}
+	free(f->parts);
+	free(f->heap);
+	free(f->members);
+	free(f->members_path);
+	free(f->parts_path);
+	memset(f, 0, sizeof(*f));
+}
