@@ -102,11 +102,13 @@ def refused(args):
 # An argument for each option that takes one (a duration, a partition,
 # a file); `run` gets a command after them.
 ARG = {"--timeout": "1s", "--hold": "1s", "-p": "x", "--partition": "x",
-       "-c": "/nonexistent/zkit.yaml", "--config": "/nonexistent/zkit.yaml"}
+       "-c": "/nonexistent/zkit.yaml", "--config": "/nonexistent/zkit.yaml",
+       "--zookeeper": "127.0.0.1:1", "--id": "x", "--session-timeout": "2s",
+       "--tick-time": "200ms", "--log-level": "warn"}
 
 
 @pytest.mark.parametrize("verb", ["status", "is-leader", "wait", "resign", "run", "members",
-                                  "partitions"])
+                                  "partitions", "lock", "elect"])
 def test_every_option_offered_is_accepted(verb):
     """What the completion offers for a verb, zkelectctl takes: each option
     alone after the verb is not refused as unknown (issue 32: `resign`
