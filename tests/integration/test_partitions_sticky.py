@@ -76,7 +76,7 @@ def test_an_older_member_leaving_or_crashing_moves_only_its_own(
         # SIGTERM of the oldest member: only its partitions move.
         leaver = oldest(obs, election, four)
         mine = {p for p, a in owner.items() if a == leaver.id}
-        t0 = time.monotonic()
+        t0, since = time.monotonic(), time.time()
         leaver.signal(15)
         three = [a for a in four if a is not leaver]
         after, epochs2 = poll(lambda: settled(three, [8, 8, 8]), 30,
@@ -86,10 +86,11 @@ def test_an_older_member_leaving_or_crashing_moves_only_its_own(
         assert moved == mine, (sorted(moved), sorted(mine))
         for p in set(owner) - moved:
             assert epochs2[p] == epochs[p], p
-        # Graceful handovers: each new owner was named by the leaver's
-        # release (the logs say so), so none waited for the session
-        # timeout (2 s); the time is bounded too, with the slowdown.
-        assert handed_over(leaver, moved, {a.id: a for a in three}, after, epochs2) == []
+        # Graceful handovers: each partition was released by the leaver
+        # and gained after that (the logs say so), so none waited for the
+        # session timeout (2 s); the time is bounded too, with the slowdown.
+        assert handed_over(leaver, moved, {a.id: a for a in three}, after, epochs2, since,
+                           election) == []
         print("SIGTERM of the oldest: its partitions moved in %.3f s" % took)
         assert took < 2.0 * SLOW, took
         leaver.proc.wait(20)
