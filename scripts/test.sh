@@ -35,12 +35,14 @@ if [ $# -gt 1 ]; then
 fi
 cd "$(dirname "$0")/.."
 
-# The quick tier's integration tests: the election, the API, zkelectctl,
-# hooks and the child, partitions' core, what a new user meets, the docs,
-# completion and operations; the three longest tests of hooks after a
-# lapsed or dropped term (30 s) are left to the full run.
+# The quick tier's integration tests: the election, the API, zkelectctl
+# (its one-liners and members too), hooks and the child, partitions' core,
+# what a new user meets, the docs, completion and operations; the three
+# longest tests of hooks after a lapsed or dropped term (30 s) are left to
+# the full run.
 QUICK_TESTS=(tests/integration/test_election.py tests/integration/test_api.py
-	tests/integration/test_ctl.py tests/integration/test_notify.py
+	tests/integration/test_ctl.py tests/integration/test_lock.py
+	tests/integration/test_members_zk.py tests/integration/test_notify.py
 	tests/integration/test_child.py tests/integration/test_partitions_core.py
 	tests/integration/test_newuser.py tests/integration/test_docs.py
 	tests/integration/test_completion.py tests/integration/test_operations.py
