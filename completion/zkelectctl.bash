@@ -92,7 +92,7 @@ _zkelectctl()
 	status)     opts="--json -p --partition" ;;
 	is-leader)  opts="-q --quiet -p --partition" ;;
 	wait)       opts="--leader --follower --change --timeout -p --partition" ;;
-	resign)     opts="--hold -p --partition" ;;
+	resign)     opts="--hold" ;;
 	run)        opts="-q --quiet -p --partition --" ;;
 	members)    opts="-c --config --json --timeout --zookeeper" ;;
 	lock)       opts="--zookeeper --id --session-timeout --tick-time --log-level -v --verbose --" ;;

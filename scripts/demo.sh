@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The whole story on one machine: installs what is needed, builds zkelect,
+# The whole story on one machine: installs what it needs (install-deps.sh
+# --demo, which leaves no daemon enabled or running), builds zkelect,
 # starts a ZooKeeper on loopback and three agents, shows who leads and under
 # which epoch, then stops the leader (graceful handover) and kills the next
 # one (crash failover), showing the successor take over with a higher epoch.
 set -euo pipefail
 usage() {
 	echo "usage: $0 [-h|--help]"
-	echo "Runs the demo: installs packages (unless SKIP_INSTALL=1), builds into"
-	echo "build/, starts ZooKeeper and three agents on loopback, shows a handover"
-	echo "and a failover, and removes everything it started at the end."
+	echo "Runs the demo: installs packages (scripts/install-deps.sh --demo: a"
+	echo "compiler, the libraries, ZooKeeper and a JRE; unless SKIP_INSTALL=1),"
+	echo "builds into build/, starts ZooKeeper and three agents on loopback, shows"
+	echo "a handover and a failover, and removes everything it started at the end."
 }
 case "${1:-}" in
 "") ;;
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 top=$PWD
 
 if [ "${SKIP_INSTALL:-}" != 1 ]; then
-	scripts/install-deps.sh
+	scripts/install-deps.sh --demo
 fi
 [ -d build ] || meson setup build >/dev/null
 ninja -C build >/dev/null

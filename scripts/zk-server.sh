@@ -53,9 +53,9 @@ jar=/usr/share/java/zookeeper.jar
 logjars=/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar
 
 for f in "$jar" ${logjars//:/ }; do
-	[ -r "$f" ] || { echo "zk-server: $f not found (scripts/install-deps.sh installs zookeeper)" >&2; exit 1; }
+	[ -r "$f" ] || { echo "zk-server: $f not found (scripts/install-deps.sh --demo installs zookeeper)" >&2; exit 1; }
 done
-command -v java >/dev/null || { echo "zk-server: java not found (scripts/install-deps.sh)" >&2; exit 1; }
+command -v java >/dev/null || { echo "zk-server: java not found (scripts/install-deps.sh --demo installs a JRE)" >&2; exit 1; }
 
 # answers CMD: true if the server on PORT answers the four-letter word srvr
 # (a server that accepts but never answers counts as not answering).

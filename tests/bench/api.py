@@ -134,7 +134,7 @@ def main():
         ap.error("--warmup 0..60")
     for tool in ("wrk", "nginx", "cc"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
-            sys.exit("api: %s not installed (scripts/install-deps.sh)" % tool)
+            sys.exit("api: %s not installed (scripts/install-deps.sh --test)" % tool)
     nginx_bin = shutil.which("nginx") or "/usr/sbin/nginx"
 
     bl.header("api: GET /v1/status, %d connections, %d s per measurement"

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """completion/zkelectctl.bash, sourced in a real bash: verbs, each verb's
-options, file names after --socket, commands after `run --`, and partition
-names after -p asked of the agent (`zkelectctl partitions --json`): none
-when the agent does not answer."""
+options (each one zkelectctl takes), file names after --socket, commands
+after `run --`, and partition names after -p asked of the agent
+(`zkelectctl partitions --json`): none when the agent does not answer."""
 
 import os
 import shutil
@@ -45,6 +45,7 @@ def test_verbs_and_options(tmp_path):
     assert complete("zkelectctl status -") == ["--json", "--partition", "-p"]
     assert complete("zkelectctl is-leader -") == ["--partition", "--quiet", "-p", "-q"]
     assert complete("zkelectctl resign --h") == ["--hold"]
+    assert complete("zkelectctl resign -") == ["--hold"]
     assert complete("zkelectctl members -") == ["--config", "--json", "--timeout",
                                                 "--zookeeper", "-c"]
     assert complete("zkelectctl lock --") == ["--", "--id", "--log-level",
@@ -84,3 +85,63 @@ def test_partition_names_from_the_agent(tmp_path):
                     path=str(stub)) == ["eu-1", "eu-2", "us-1"]
     assert complete("zkelectctl -s /run/zkelect/orders.sock wait --partition eu",
                     path=str(stub)) == ["eu-1", "eu-2"]
+
+
+def refused(args):
+    """zkelectctl's own word on ARGS (no agent at the socket): the
+    getopt complaint if it refuses an option, else None."""
+    r = subprocess.run([ZKELECTCTL, "-s", "/nonexistent/zkit.sock"] + args,
+                       capture_output=True, text=True, timeout=20,
+                       stdin=subprocess.DEVNULL)
+    for line in r.stderr.splitlines():
+        if "unrecognized option" in line or "invalid option" in line:
+            return line
+    return None
+
+
+# An argument for each option that takes one (a duration, a partition,
+# a file); `run` gets a command after them.
+ARG = {"--timeout": "1s", "--hold": "1s", "-p": "x", "--partition": "x",
+       "-c": "/nonexistent/zkit.yaml", "--config": "/nonexistent/zkit.yaml",
+       "--zookeeper": "127.0.0.1:1", "--id": "x", "--session-timeout": "2s",
+       "--tick-time": "200ms", "--log-level": "warn"}
+
+
+@pytest.mark.parametrize("verb", ["status", "is-leader", "wait", "resign", "run", "members",
+                                  "partitions", "lock", "elect"])
+def test_every_option_offered_is_accepted(verb):
+    """What the completion offers for a verb, zkelectctl takes: each option
+    alone after the verb is not refused as unknown (issue 32: `resign`
+    offered --partition, which it refuses)."""
+    offered = [o for o in complete("zkelectctl %s -" % verb) if o != "--"]
+    assert offered, verb
+    bad = []
+    for opt in offered:
+        args = [verb, opt] + ([ARG[opt]] if opt in ARG else [])
+        if verb == "wait" and opt not in ("--leader", "--follower", "--change"):
+            args.append("--leader")
+        if verb == "run":
+            args += ["--", "true"]
+        why = refused(args) if verb != "run" else refused_run(args)
+        if why:
+            bad.append("%s: %s" % (" ".join(args), why))
+    assert bad == [], bad
+
+
+def refused_run(args):
+    """`run` waits for its agent instead of exiting: its first line on
+    stderr says either that it refuses an option or that it cannot reach
+    the agent; then it is ended."""
+    p = subprocess.Popen([ZKELECTCTL, "-s", "/nonexistent/zkit.sock"] + args,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    try:
+        first = p.stderr.readline()
+    finally:
+        p.terminate()
+        p.communicate(timeout=20)
+    assert first, "zkelectctl %s said nothing" % " ".join(args)
+    if "unrecognized option" in first or "invalid option" in first:
+        return first.strip()
+    assert "cannot reach the agent" in first, first
+    return None

@@ -35,7 +35,7 @@ AGENTS = ("agent1", "agent2", "agent3")
 def podman():
     p = podmanharness.podman_or_skip()
     if not shutil.which("podman-compose"):
-        pytest.skip("podman-compose not installed (scripts/install-deps.sh installs it)")
+        pytest.skip("podman-compose not installed (scripts/install-deps.sh --test installs it)")
     return p
 
 

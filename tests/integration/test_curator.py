@@ -61,12 +61,12 @@ def latch_classpath():
     javac = shutil.which("javac")
     java = shutil.which("java")
     if not javac or not java:
-        pytest.skip("Curator interop needs javac and java (scripts/install-deps.sh installs "
+        pytest.skip("Curator interop needs javac and java (scripts/install-deps.sh --test installs "
                     "default-jdk-headless); not found on PATH")
     jars = {n: _find_jar(n) for n in REQUIRED_JARS + OPTIONAL_JARS}
     missing = [n for n in REQUIRED_JARS if not jars[n]]
     if missing:
-        pytest.skip("Curator interop needs libcurator-recipes-java (scripts/install-deps.sh "
+        pytest.skip("Curator interop needs libcurator-recipes-java (scripts/install-deps.sh --test "
                     "installs it); missing in %s: %s"
                     % (JAVA_DIR, ", ".join(n + ".jar" for n in missing)))
     outdir = tempfile.mkdtemp(prefix="zkit-latch-", dir="/tmp")

@@ -17,7 +17,7 @@ With ZKELECT_DASHBOARD_PNG=FILE, it also draws the run's series (who leads,
 epoch, lease left, transitions) with gnuplot into FILE: README's picture is
 made that way.
 
-Skipped where prometheus is not installed (scripts/install-deps.sh)."""
+Skipped where prometheus is not installed (scripts/install-deps.sh --test)."""
 
 import json
 import os
@@ -40,7 +40,7 @@ PARTS_YAML = "partitions:\n  count: %d\n" % NPARTS
 
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,
                                 reason="prometheus not installed "
-                                "(scripts/install-deps.sh installs Debian's package)")
+                                "(scripts/install-deps.sh --test installs Debian's package)")
 
 
 class Prometheus:

@@ -206,3 +206,59 @@ def test_every_lock_and_members_option_is_documented():
     assert {"zookeeper", "session-timeout", "config"} <= set(opts), opts
     missing = [o for o in opts if "--" + o not in man]
     assert missing == [], "options of lock/elect/members not in zkelectctl(1): %s" % missing
+
+
+# --------------------------------------------------------------------------
+# What an operator must know to run the units (issue 32, item 6).
+
+def readme_section(title):
+    """README's section TITLE (a ### heading), up to the next heading."""
+    text = read("README.md")
+    start = text.index("\n### %s\n" % title)
+    end = re.search(r"\n##+ ", text[start + 1:])
+    return text[start:start + 1 + end.start()] if end else text[start:]
+
+
+def man_plain(rel):
+    """A man page as plain text: roff's requests and escapes dropped."""
+    text = read(rel)
+    text = re.sub(r"^\.(?:B|BI|BR|RB|IR|I|TP|PP|IP|RS|RE|nf|fi|EX|EE)\b ?", "", text, flags=re.M)
+    text = re.sub(r"\\f[BIRP]", "", text)
+    return text.replace("\\-", "-").replace("\\(em", "-").replace('"', "")
+
+
+# Where an operator reads about the units: README (systemd), the package's
+# README.Debian, and zkelectd(8).
+OPERATOR_DOCS = {
+    "README.md": lambda: readme_section("systemd"),
+    "debian/README.Debian": lambda: read("debian/README.Debian"),
+    "doc/zkelectd.8": lambda: man_plain("doc/zkelectd.8"),
+}
+
+
+def test_docs_say_the_app_must_be_in_group_zkelect():
+    """Under the units the socket is 0660 zkelect:zkelect: an app of
+    another user gets `Permission denied`. Each document says so, and how
+    to let the app in (tests/integration/test_systemd.py runs it)."""
+    missing = []
+    for rel, text in OPERATOR_DOCS.items():
+        t = " ".join(text().split())
+        for phrase in ("0660", "group zkelect", "usermod -aG zkelect",
+                       "SupplementaryGroups=zkelect", "Permission denied"):
+            if phrase not in t:
+                missing.append("%s: %r" % (rel, phrase))
+    assert missing == [], missing
+
+
+def test_docs_say_the_unit_reaches_only_loopback():
+    """IPAddressAllow=localhost: a ZooKeeper elsewhere is blocked until a
+    drop-in allows it; README (not only README.Debian) and zkelectd(8) say
+    so, with the drop-in."""
+    missing = []
+    for rel, text in OPERATOR_DOCS.items():
+        t = " ".join(text().split())
+        for phrase in ("IPAddressAllow=localhost", "systemctl edit zkelectd@",
+                       "IPAddressAllow=10.0.0.0/24"):
+            if phrase not in t:
+                missing.append("%s: %r" % (rel, phrase))
+    assert missing == [], missing

@@ -4,17 +4,22 @@
 - The manifest parses and says what the README promises: zkelectd is a
   native sidecar (an init container with restartPolicy: Always), the socket
   directory is an emptyDir both containers mount, the election id comes from
-  the pod's name (downward API), the probes ask /v1/health (and /v1/leader
-  for the app's readiness) on the agent's loopback listener, the grace period
-  covers the graceful stop, and the ConfigMap's configuration is valid.
+  the pod's name and the published value from its IP (downward API), every
+  probe asks /v1/health on the agent's loopback listener (readiness too: a
+  pod whose agent follows is Ready, or a rollout could never finish), the
+  rollout adds a pod before it removes one, the grace period covers the
+  graceful stop, and the ConfigMap's configuration is valid.
 - The sidecar's command line, run as it stands (with the ConfigMap's
   configuration, only its ZooKeeper servers pointed at a ZooKeeper on
-  loopback), starts an agent named after the pod, which leads, and the
-  probes' own commands pass against it.
+  loopback), starts an agent named after the pod, publishing the pod's
+  address, which leads, and the probes' own commands pass against it.
 - With podman, the whole pod as Kubernetes would run it: the image, its user,
   a read-only root, no capabilities, the ConfigMap and the emptyDir at their
-  paths, the app's command beside the agent; then deletion's order (app
-  first, then the sidecar), within the grace period, exit status 0.
+  paths, the app's command beside the agent. As a rollout's new pod: it joins
+  an election another agent (the old pod) leads, and is Ready while it
+  follows; the old one stops, the pod leads, and its status names its own
+  address as the leader's. Then deletion's order (app first, then the
+  sidecar), within the grace period, exit status 0.
 """
 
 import os
@@ -31,9 +36,10 @@ from zkharness import ZKELECTD, poll, unix_request  # noqa: E402
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MANIFEST = os.path.join(TOP, "examples", "kubernetes", "orders.yaml")
 POD = "orders-7c9d5b8f4-x2k8q"       # a pod name as a Deployment makes them
+POD_IP = "127.0.0.2"                 # its IP (only published, never connected to)
 
 yaml = pytest.importorskip("yaml", reason="python3-yaml not installed "
-                           "(scripts/install-deps.sh installs it)")
+                           "(scripts/install-deps.sh --test installs it)")
 
 
 def manifest():
@@ -44,6 +50,11 @@ def manifest():
     app = spec["containers"][0]
     conf_text = cm["data"]["zkelect.yaml"]
     return cm, spec, side, app, conf_text, yaml.safe_load(conf_text)
+
+
+def spec_of_deployment():
+    docs = {d["kind"]: d for d in yaml.safe_load_all(open(MANIFEST))}
+    return docs["Deployment"]["spec"]
 
 
 def seconds(d):
@@ -73,13 +84,22 @@ def test_manifest_parses_and_wires_the_sidecar(tmp_path):
     env = {e["name"]: e for e in side["env"]}
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert conf["election"]["id"] == "@POD_NAME@"
-    assert '"s/@POD_NAME@/$POD_NAME/"' in side["command"][-1]
-    # Probes: exec, on the loopback listener the configuration opens.
+    # The leader's address for the followers' apps: the pod's IP.
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert conf["election"]["value"].startswith("@POD_IP@:")
+    assert '"s/@POD_NAME@/$POD_NAME/; s/@POD_IP@/$POD_IP/"' in side["command"][-1]
+    # Probes: exec, on the loopback listener the configuration opens, all
+    # asking whether the agent is healthy: the app's readiness too, since a
+    # rollout's new pod (a follower) must become Ready for it to go on.
     port = conf["api"]["listen"].rsplit(":", 1)[1]
-    for probe in ("startupProbe", "livenessProbe"):
-        cmd = side[probe]["exec"]["command"][-1]
+    for c, probe in ((side, "startupProbe"), (side, "livenessProbe"),
+                     (app, "readinessProbe")):
+        cmd = c[probe]["exec"]["command"][-1]
         assert "/dev/tcp/127.0.0.1/%s" % port in cmd and "GET /v1/health " in cmd, cmd
-    assert "GET /v1/leader " in app["readinessProbe"]["exec"]["command"][-1]
+    # A rollout adds a pod before it removes one (none is lost meanwhile).
+    roll = spec_of_deployment()["strategy"]
+    assert roll["type"] == "RollingUpdate", roll
+    assert roll["rollingUpdate"]["maxSurge"] >= 1 and roll["rollingUpdate"]["maxUnavailable"] == 0
     # The grace period covers the agent's graceful stop (hook_timeout, the
     # 2 s kill grace, 5 s for ZooKeeper to confirm the delete) after the
     # app's (zkelectctl run stops its command within the lease, 2/3 T).
@@ -144,7 +164,7 @@ def test_sidecar_command_line_starts_an_agent_named_after_the_pod(zk_hostport, t
     with open(os.path.join(moved[cfg_dir], "zkelect.yaml"), "w") as f:
         f.write(move(text))
     argv = [move(a) for a in side["command"]]
-    env = dict(os.environ, POD_NAME=POD,
+    env = dict(os.environ, POD_NAME=POD, POD_IP=POD_IP,
                PATH=os.path.dirname(ZKELECTD) + ":" + os.environ["PATH"])
     log = open(tmp_path / "agent.log", "wb")
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
@@ -158,6 +178,7 @@ def test_sidecar_command_line_starts_an_agent_named_after_the_pod(zk_hostport, t
             return r is not None and r.json()["is_leader"] and r.json()
         s = poll(leads, 30, what="the sidecar's agent to lead")
         assert s["id"] == POD, s
+        assert s["leader"]["value"] == conf["election"]["value"].replace("@POD_IP@", POD_IP), s
         # The probes' commands, as the kubelet would run them.
         for probe in (side["startupProbe"], side["livenessProbe"], app["readinessProbe"]):
             r = subprocess.run(probe["exec"]["command"], capture_output=True, text=True,
@@ -173,7 +194,8 @@ def test_sidecar_command_line_starts_an_agent_named_after_the_pod(zk_hostport, t
     assert r.returncode != 0
 
 
-def test_pod_runs_in_podman_as_kubernetes_would_run_it(zk_hostport, tmp_path, election):
+def test_pod_runs_in_podman_as_kubernetes_would_run_it(zk_hostport, tmp_path, election,
+                                                       agents):
     import podmanharness
     p = podmanharness.podman_or_skip()
     image, _ = podmanharness.zkelect_image(p)
@@ -200,14 +222,22 @@ def test_pod_runs_in_podman_as_kubernetes_would_run_it(zk_hostport, tmp_path, el
         for m in c["volumeMounts"]:
             src = cfg if m["name"] == "zkelect-config" else run
             mounts += ["-v", "%s:%s%s" % (src, m["mountPath"], ":ro" if m.get("readOnly") else "")]
+        downward = {"metadata.name": POD, "status.podIP": POD_IP}
         envs = []
         for e in c.get("env", []):
-            envs += ["-e", "%s=%s" % (e["name"], POD if "valueFrom" in e else e["value"])]
+            v = downward[e["valueFrom"]["fieldRef"]["fieldPath"]] if "valueFrom" in e \
+                else e["value"]
+            envs += ["-e", "%s=%s" % (e["name"], v)]
         p.run("run", "-d", "--name", name, "--network", "host", "--hostname", POD,
               "--user", "%d:%d" % (uid, gid), "--read-only", "--cap-drop", "ALL",
               "--security-opt", "no-new-privileges", *mounts, *envs, *extra,
               "--entrypoint", c["command"][0], image, *c["command"][1:])
 
+    # The old pod of a rollout: an agent of the same election that leads
+    # before this pod starts (on this machine, outside podman: two pods on
+    # the host's network would share the listener's port).
+    old = agents.new("orders-old-pod")
+    old.wait_for(lambda st: st["is_leader"], 30, what="the old pod's agent leads")
     try:
         t0 = time.monotonic()
         container(side, names["side"], [])
@@ -221,12 +251,23 @@ def test_pod_runs_in_podman_as_kubernetes_would_run_it(zk_hostport, tmp_path, el
         container(app, names["app"], [])
         s = poll(lambda: (get(sock, "/v1/status") or None) and get(sock, "/v1/status").json(),
                  10, what="the agent's status")
+        # A new pod of a rollout: its agent follows the old pod's, and the
+        # pod is Ready, so the rollout may go on and stop the old pod.
+        s = poll(lambda: get(sock, "/v1/status").json()["role"] == "follower"
+                 and get(sock, "/v1/status").json(), 30, what="the pod's agent to follow")
+        assert s["leader"]["id"] == old.id, s
+        ready = app["readinessProbe"]["exec"]["command"]
+        assert p.run("exec", names["app"], *ready, check=False).returncode == 0, \
+            "a following pod is not Ready: a rollout would never finish"
+        # The old pod goes (a graceful stop): this pod leads, and its status
+        # names its own address as the leader's, for the followers' apps.
+        old.stop()
         s = poll(lambda: get(sock, "/v1/leader").status == 200 and get(sock, "/v1/status").json(),
                  30, what="the pod's agent to lead")
         assert s["id"] == POD, s
+        assert s["leader"]["value"] == conf["election"]["value"].replace("@POD_IP@", POD_IP), s
         poll(lambda: "leading, epoch %d" % s["epoch"] in p.run("logs", names["app"]).stdout,
              20, what="the app's command to run under epoch %d" % s["epoch"])
-        ready = app["readinessProbe"]["exec"]["command"]
         assert p.run("exec", names["app"], *ready, check=False).returncode == 0
         # Deletion: the app first, then the sidecar, all within the grace period.
         grace = spec["terminationGracePeriodSeconds"]

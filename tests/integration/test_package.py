@@ -8,7 +8,7 @@ conffile, `zkelectd --version` runs, and nothing is enabled or started.
 The container tests skip only where podman cannot run a container
 (podmanharness); CI's fresh machine is a chroot without cgroups, so they
 skip there. test_builds_here builds the package on this machine instead
-(dpkg-buildpackage and lintian from scripts/install-deps.sh; about 30 s),
+(dpkg-buildpackage and lintian from scripts/install-deps.sh --test; about 30 s),
 so CI checks debian/ too."""
 
 import os
@@ -94,7 +94,7 @@ def test_apt_install_on_fresh_debian(podman, deb):
 
 
 @pytest.mark.skipif(shutil.which("dh") is None or shutil.which("lintian") is None,
-                    reason="debhelper or lintian not installed (scripts/install-deps.sh)")
+                    reason="debhelper or lintian not installed (scripts/install-deps.sh --test)")
 def test_builds_here(tmp_path):
     """dpkg-buildpackage -b in a copy of the tree on this machine: the
     package holds every file, the config is a conffile, lintian is clean but

@@ -20,8 +20,8 @@ import re
 import time
 
 import zkharness
-from zkharness import poll
-from test_partitions_core import OverlapWatch, parts_doc
+from zkharness import SLOW, poll
+from test_partitions_core import OverlapWatch, handed_over, parts_doc
 
 N = 24
 PARTS_YAML = "partitions:\n  count: %d\n" % N
@@ -77,7 +77,7 @@ def test_an_older_member_leaving_or_crashing_moves_only_its_own(
         # SIGTERM of the oldest member: only its partitions move.
         leaver = oldest(obs, election, four)
         mine = {p for p, a in owner.items() if a == leaver.id}
-        t0 = time.monotonic()
+        t0, since = time.monotonic(), time.time()
         leaver.signal(15)
         three = [a for a in four if a is not leaver]
         after, epochs2 = poll(lambda: settled(three, [8, 8, 8]), 30,
@@ -87,8 +87,13 @@ def test_an_older_member_leaving_or_crashing_moves_only_its_own(
         assert moved == mine, (sorted(moved), sorted(mine))
         for p in set(owner) - moved:
             assert epochs2[p] == epochs[p], p
-        # Graceful handovers: quicker than the session timeout (2 s).
-        assert took < 2.0, took
+        # Graceful handovers: each partition was released by the leaver
+        # and gained after that (the logs say so), so none waited for the
+        # session timeout (2 s); the time is bounded too, with the slowdown.
+        assert handed_over(leaver, moved, {a.id: a for a in three}, after, epochs2, since,
+                           election) == []
+        print("SIGTERM of the oldest: its partitions moved in %.3f s" % took)
+        assert took < 2.0 * SLOW, took
         leaver.proc.wait(20)
         assert leaver.proc.returncode == 0
 

@@ -8,7 +8,7 @@ server's, signed by another CA) or one the server refuses (the client's),
 the agent stays unconnected and says so, in its log and its status.
 
 Skipped where stunnel4, keytool or openssl are missing
-(scripts/install-deps.sh installs them)."""
+(scripts/install-deps.sh --test installs them)."""
 
 import os
 import shutil
@@ -20,10 +20,10 @@ from zkharness import AgentSet, poll  # noqa: E402
 
 for tool in ("keytool", "openssl"):
     if shutil.which(tool) is None:
-        pytest.skip("%s not installed (scripts/install-deps.sh installs it)" % tool,
+        pytest.skip("%s not installed (scripts/install-deps.sh --test installs it)" % tool,
                     allow_module_level=True)
 if shutil.which("stunnel4") is None and shutil.which("stunnel") is None:
-    pytest.skip("stunnel4 not installed (scripts/install-deps.sh installs it)",
+    pytest.skip("stunnel4 not installed (scripts/install-deps.sh --test installs it)",
                 allow_module_level=True)
 
 import tlsharness  # noqa: E402
@@ -147,3 +147,55 @@ def test_client_certificate_the_server_refuses(keys, other_keys, tunnels, aset):
     t = tunnels(keys.ca_pem, other_keys.client_pem)
     a = aset.new("wrong-client", zk_hostport=t.hostport)
     cannot_connect(a, t)
+
+
+def test_stunnel_unit_as_the_example_says(keys, tls_zk):
+    """The recipe as README and examples/stunnel give it, under a real
+    systemd (podman, systemd as PID 1, stunnel4 and the package from this
+    tree): the example configuration installed as
+    /etc/stunnel/zkelect-zookeeper.conf with only its two ports changed
+    (this machine's are taken by others), the CA and the client
+    certificate at the paths it names, `systemctl enable --now
+    stunnel@zkelect-zookeeper`, then an agent under zkelectd@orders
+    pointed at the tunnel leads. (Debian's stunnel@.service is
+    Type=simple: an example with `foreground = no` forked, its unit ended
+    at once and nothing listened.)"""
+    import podmanharness
+    from zkharness import free_port
+    p = podmanharness.podman_or_skip()
+    image = podmanharness.systemd_image(p, extra=("stunnel4",))
+    m = podmanharness.SystemdMachine(p, image)
+    try:
+        port = free_port()
+        with open(tlsharness.STUNNEL_EXAMPLE) as f:
+            text = f.read()
+        assert "127.0.0.1:2181" in text and "127.0.0.1:2182" in text, text
+        m.write("/etc/stunnel/zkelect-zookeeper.conf",
+                text.replace("127.0.0.1:2182", "127.0.0.1:%d" % tls_zk.port)
+                .replace("127.0.0.1:2181", "127.0.0.1:%d" % port))
+        with open(keys.ca_pem) as f:
+            m.write("/etc/zkelect/zookeeper-ca.pem", f.read())
+        with open(keys.client_pem) as f:
+            m.write("/etc/zkelect/zookeeper-client.pem", f.read(), mode="0600")
+        m.sh("systemctl enable --now stunnel@zkelect-zookeeper")
+
+        def listening():
+            state = m.sh("systemctl show -p ActiveState --value stunnel@zkelect-zookeeper",
+                         check=False).stdout.strip()
+            assert state in ("active", "activating"), "stunnel@zkelect-zookeeper is %s:\n%s" % (
+                state, m.sh("journalctl --no-pager -u stunnel@zkelect-zookeeper",
+                            check=False).stdout[-3000:])
+            return tlsharness.port_open(port)
+        poll(listening, 30, interval=0.2, what="the tunnel listening on 127.0.0.1:%d" % port)
+        m.config("orders", "127.0.0.1:%d" % port, "/zkelect/tls-" + uuid.uuid4().hex[:8],
+                 "orders-1")
+        m.sh("systemctl enable --now zkelectd@orders")
+        st = poll(lambda: (m.status("orders") or {}).get("role") == "leader"
+                  and m.status("orders"), 60, interval=0.2, what="orders-1 leads through the tunnel")
+        assert st["session"]["state"] == "connected", st
+        log = m.sh("journalctl --no-pager -u stunnel@zkelect-zookeeper").stdout
+        assert "Certificate accepted" in log, log
+        print("stunnel@zkelect-zookeeper: %s; orders-1 leads, epoch %d"
+              % (m.show_unit("stunnel@zkelect-zookeeper", "ActiveState"), st["epoch"]))
+    finally:
+        m.remove()

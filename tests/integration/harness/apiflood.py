@@ -134,35 +134,53 @@ class AppPoller:
 
 class Flood:
     """The hostile side. Each phase returns when done; held sockets stay
-    open until close()."""
+    open until close().
 
-    def __init__(self, target, seed=1):
+    A connect the kernel refuses at once (EAGAIN: the Unix socket's listen
+    backlog is full) is tried again, at once, until one goes through: each
+    accept by the agent lets one in, so a stretch of refused connects lasts
+    exactly as long as the agent took nothing from a full backlog, however
+    much flood is left (it used to move on to its next connect, and a
+    stopped agent's stretch ended with the flood, 145 ms). A stretch
+    longer than `stall_limit` s gives up: the rest of the flood then tries
+    each connect once until the agent accepts again. `progress`, a
+    multiprocessing.Value, counts the connects refused so far."""
+
+    def __init__(self, target, seed=1, stall_limit=30.0, progress=None):
         self.target = target
         self.held = []
         self.rng = random.Random(seed)
+        self.stall_limit = stall_limit
+        self.progress = progress
         self.counts = {"half-sent held": 0, "churned": 0, "garbage": 0,
                        "connect failed": 0, "longest refused stretch ms": 0.0}
         self._refused_since = None
 
     def _open(self):
-        try:
-            s = connect(self.target, 5.0)
-        except OSError as e:
-            self.counts["connect failed"] += 1
-            why = "connect failed: %s" % (errno.errorcode.get(e.errno, e.errno)
-                                          if e.errno else type(e).__name__)
-            self.counts[why] = self.counts.get(why, 0) + 1
-            if self._refused_since is None:
-                self._refused_since = time.monotonic()
-            return None
-        self._refused_end()
-        return s
+        while True:
+            try:
+                s = connect(self.target, 5.0)
+            except OSError as e:
+                self.counts["connect failed"] += 1
+                why = "connect failed: %s" % (errno.errorcode.get(e.errno, e.errno)
+                                              if e.errno else type(e).__name__)
+                self.counts[why] = self.counts.get(why, 0) + 1
+                if self.progress is not None:
+                    with self.progress.get_lock():
+                        self.progress.value += 1
+                now = time.monotonic()
+                if self._refused_since is None:
+                    self._refused_since = now
+                if (isinstance(e, BlockingIOError)
+                        and now - self._refused_since < self.stall_limit):
+                    continue
+                return None
+            self._refused_end()
+            return s
 
     def _refused_end(self):
         """A stretch of refused connects ends: a connect went through (the
-        agent took one from the backlog) or the flood stopped. A slow agent
-        makes short stretches, each accept letting one more in; a stretch
-        lasts as long as the agent took nothing from a full backlog."""
+        agent took one from the backlog) or the flood stopped."""
         if self._refused_since is not None:
             ms = (time.monotonic() - self._refused_since) * 1000.0
             if ms > self.counts["longest refused stretch ms"]:
@@ -223,9 +241,9 @@ def standard_flood(fl):
     fl.garbage(300)
 
 
-def _flood_child(target, rounds, hold_seconds, conn):
+def _flood_child(target, rounds, hold_seconds, conn, progress):
     raise_nofile(8192)
-    fl = Flood(target)
+    fl = Flood(target, progress=progress)
     try:
         for _ in range(rounds):
             standard_flood(fl)
@@ -238,15 +256,16 @@ def _flood_child(target, rounds, hold_seconds, conn):
         conn.close()
 
 
-def run_flood(target, rounds=1, hold_seconds=1.0):
+def run_flood(target, rounds=1, hold_seconds=1.0, progress=None):
     """The standard flood, `rounds` times, in a child process (the app's
     poller keeps this interpreter to itself); each round keeps its
-    half-sent connections open `hold_seconds` more. Returns the counts."""
+    half-sent connections open `hold_seconds` more. Returns the counts.
+    `progress`: see Flood (a multiprocessing.Value("l") of the fork context)."""
     import multiprocessing
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_flood_child, args=(target, rounds, hold_seconds, child),
-                    daemon=True)
+    p = ctx.Process(target=_flood_child, args=(target, rounds, hold_seconds, child,
+                                               progress), daemon=True)
     p.start()
     child.close()
     try:

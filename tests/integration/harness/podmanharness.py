@@ -129,7 +129,7 @@ class Podman:
         if self.exists(BASE) and self.exists(BASE_SLIM):
             return
         if not shutil.which("debootstrap"):
-            raise AssertionError("debootstrap not found (scripts/install-deps.sh installs it)")
+            raise AssertionError("debootstrap not found (scripts/install-deps.sh --test installs it)")
         mirror = "http://deb.debian.org/debian"
         try:
             with open("/etc/apt/sources.list.d/debian.sources") as f:
@@ -205,7 +205,7 @@ def podman_or_skip():
         return _podman
     for tool in ("podman", "runc"):
         if not shutil.which(tool):
-            _failure = "%s not installed (scripts/install-deps.sh installs it)" % tool
+            _failure = "%s not installed (scripts/install-deps.sh --test installs it)" % tool
             pytest.skip(_failure)
     with open("/proc/self/mountinfo") as f:
         if not re.search(r" - cgroup2? ", f.read()):
@@ -278,3 +278,102 @@ def zkelect_deb(p):
         version = debs[0].split("_")[1]
         _built["deb"] = (out, version, time.monotonic() - t0)
     return _built["deb"]
+
+
+# -- a Debian 12 with systemd as PID 1 and the package installed ------------
+
+SD_IMAGE = "localhost/zkelect-systemd:latest"
+
+
+def systemd_image(p, extra=(), package=True):
+    """An image of the minimal Debian 12 (debootstrap minbase) with systemd
+    as PID 1 and the package built from this tree installed: systemd,
+    systemd-sysv and dbus, nothing else (no procps), as a small server
+    would have; EXTRA packages on top (the image then has a tag of its
+    own). With package=False, without the package: a fresh machine with
+    systemd. Built once per session; returns its name."""
+    if not package:
+        name = "localhost/zkelect-bare-systemd:latest"
+        if name not in _built:
+            d = tempfile.mkdtemp(prefix="bare-", dir=p.cache)
+            try:
+                with open(os.path.join(d, "Dockerfile"), "w") as f:
+                    f.write("FROM debian:bookworm\n"
+                            "RUN apt-get update && apt-get install -y --no-install-recommends "
+                            "systemd systemd-sysv dbus && rm -rf /var/lib/apt/lists/*\n"
+                            'CMD ["/sbin/init"]\n')
+                p.build(name, os.path.join(d, "Dockerfile"), context=d)
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+            _built[name] = True
+        return name
+    out, version, _ = zkelect_deb(p)
+    name = SD_IMAGE if not extra else "localhost/zkelect-systemd-%s:latest" % "-".join(extra)
+    if name in _built:
+        return name
+    dockerfile = os.path.join(out, "Dockerfile" + "".join("." + e for e in extra))
+    with open(dockerfile, "w") as f:
+        f.write("FROM debian:bookworm\n"
+                "RUN apt-get update && apt-get install -y --no-install-recommends "
+                "systemd systemd-sysv dbus %s && rm -rf /var/lib/apt/lists/*\n"
+                "COPY zkelect_%s_amd64.deb /tmp/\n"
+                "RUN apt-get update && apt-get install -y /tmp/zkelect_%s_amd64.deb "
+                "&& rm -rf /var/lib/apt/lists/* /tmp/*.deb\n"
+                'CMD ["/sbin/init"]\n' % (" ".join(extra), version, version))
+    p.build(name, dockerfile, context=out)
+    print("image %s: Debian 12, systemd as PID 1, zkelect %s" % (name, version))
+    _built[name] = True
+    return name
+
+
+class SystemdMachine:
+    """One container with systemd as PID 1, on the host's network (so a
+    ZooKeeper on the host's loopback is its loopback too)."""
+
+    def __init__(self, p, image):
+        import json
+        import uuid
+        from zkharness import poll
+        self._json = json
+        self.podman = p
+        self.name = "zkelect-sd-" + uuid.uuid4().hex[:8]
+        p.run("run", "-d", "--name", self.name, "--systemd=always", "--network", "host",
+              image)
+        poll(lambda: self.sh("systemctl is-system-running", check=False).stdout.strip()
+             in ("running", "degraded"), 60, interval=0.5, what="systemd running")
+
+    def sh(self, script, check=True, timeout=120, input=None):
+        args = ["exec"] + (["-i"] if input is not None else []) + [self.name, "sh", "-c", script]
+        r = self.podman.run(*args, check=False, timeout=timeout, input=input)
+        if check:
+            assert r.returncode == 0, "%s: %s\n%s%s" % (self.name, script, r.stdout, r.stderr)
+        return r
+
+    def write(self, path, text, mode="0644"):
+        self.sh("cat > %s && chmod %s %s" % (path, mode, path), input=text)
+
+    def config(self, unit, zk, path, agent_id, extra=""):
+        self.write("/etc/zkelect/%s.yaml" % unit,
+                   "zookeeper:\n  servers: \"%s\"\n  session_timeout: 2s\n"
+                   "election:\n  path: %s\n  id: %s\n"
+                   "api:\n  socket: /run/zkelect/%s.sock\n"
+                   "log:\n  level: info\n%s" % (zk, path, agent_id, unit, extra))
+
+    def show(self, unit, prop):
+        return self.show_unit("zkelectd@" + unit, prop)
+
+    def show_unit(self, unit, prop):
+        return self.sh("systemctl show -p %s --value %s" % (prop, unit)).stdout.strip()
+
+    def status(self, unit):
+        r = self.sh("zkelectctl -s /run/zkelect/%s.sock status --json" % unit, check=False)
+        return self._json.loads(r.stdout) if r.returncode == 0 else None
+
+    def journal(self, unit, *args):
+        return self.sh("journalctl --no-pager -u zkelectd@%s %s" % (unit, " ".join(args))).stdout
+
+    def main_pid(self, unit):
+        return int(self.show(unit, "MainPID"))
+
+    def remove(self):
+        self.podman.run("rm", "--force", "--time", "0", self.name, check=False)

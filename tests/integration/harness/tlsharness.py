@@ -146,13 +146,28 @@ class TLSZooKeeper(Process):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def port_open(port):
+    """Something accepts connections on 127.0.0.1:PORT."""
+    import socket
+    s = socket.socket()
+    s.settimeout(1)
+    try:
+        s.connect(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 STUNNEL_EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))), "examples/stunnel/zkelect-zookeeper.conf")
 
 
 class Stunnel:
     """stunnel in client mode on 127.0.0.1:PORT to the TLS ZooKeeper, from
-    the example configuration with its paths and ports filled in."""
+    the example configuration with its paths and ports filled in (and its
+    log in a file of its own); run as the example says, in the foreground."""
 
     def __init__(self, workdir, zk_port, ca_pem, client_pem):
         self.dir = tempfile.mkdtemp(prefix="stunnel-", dir=workdir)
@@ -162,9 +177,7 @@ class Stunnel:
         text = (text.replace("127.0.0.1:2182", "127.0.0.1:%d" % zk_port)
                 .replace("127.0.0.1:2181", "127.0.0.1:%d" % self.port)
                 .replace("/etc/zkelect/zookeeper-ca.pem", ca_pem)
-                .replace("/etc/zkelect/zookeeper-client.pem", client_pem)
-                .replace("foreground = no", "foreground = yes")
-                .replace("pid = /run/stunnel-zkelect.pid", "pid ="))
+                .replace("/etc/zkelect/zookeeper-client.pem", client_pem))
         self.conf = os.path.join(self.dir, "stunnel.conf")
         with open(self.conf, "w") as f:
             # Global options come before the first section.
