@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ASSIGN_PARTITIONS_MAX	1024
+#define ASSIGN_PARTITIONS_MAX	4096
 #define ASSIGN_NAME_MAX		64	/* bytes of a partition name */
 
 struct assign_member {

@@ -15,7 +15,7 @@
 #define CONFIG_ZK_PATH_MAX	1024
 #define CONFIG_NODE_NAME_LEN	56	/* "_c_" uuid(36) "-latch-" 10 digits */
 #define CONFIG_VALUE_MAX	1024	/* election.value, bytes */
-#define CONFIG_PARTITIONS_MAX	1024	/* partitions.count, or names */
+#define CONFIG_PARTITIONS_MAX	4096	/* partitions.count, or names */
 #define CONFIG_PARTITION_NAME_MAX 64	/* bytes of a partition name */
 /* What partitions add to election.path: "/partitions/" NAME "/". */
 #define CONFIG_PARTITION_PATH_LEN (12 + CONFIG_PARTITION_NAME_MAX + 1)

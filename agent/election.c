@@ -268,10 +268,15 @@ election_note_sent(struct election *e)
  * one of them from starting term after term (doc/design.md, "A slow
  * ZooKeeper").
  */
+/* Round trips behind more of our own requests than this time our burst,
+ * not the link: they do not count. */
+#define ELECTION_RTT_QUEUED_MAX	2
+
 static void
 election_note_rtt(struct election *e, uint64_t rtt)
 {
-	if (e->lease_naive || !e->shape.ok)
+	if (e->lease_naive || !e->shape.ok ||
+	    e->ev_queued > ELECTION_RTT_QUEUED_MAX)
 		return;
 	if (rtt >= e->shape.slow) {
 		e->fast_runs = 0;
@@ -375,6 +380,16 @@ static uint64_t
 election_renew_after(const struct election *e)
 {
 	return e->lease_naive ? (uint64_t)e->timeout_ms / 5 : e->shape.renew;
+}
+
+/* Since when the renewal in flight has had no answer, and the connection
+ * none to any request of ours either. */
+static uint64_t
+election_stalled_since(const struct election *e)
+{
+	if (e->last_answer != NULL && *e->last_answer > e->renew_sent)
+		return *e->last_answer;
+	return e->renew_sent;
 }
 
 /* A renewal or a reconnection unanswered this long is stalled: move on. */
@@ -606,6 +621,14 @@ election_recreate(struct election *e, struct election_actions *out)
 static void
 election_schedule_renewals(struct election *e, bool on)
 {
+	/* Partitions: one next in line, or taking over, keeps no lease of
+	 * its own: the session's renewal is the lease a named successor
+	 * leads on (election_try_lead; if it falls short, election_decide
+	 * renews), and a claim is a round trip of its own. One next in
+	 * line reads the claim as followers do. */
+	if (e->session_renewal && (e->phase == PHASE_WATCHING ||
+	    e->phase == PHASE_TAKEOVER))
+		on = false;
 	if (!on)
 		e->next_renew = 0;
 	else if (e->next_renew == 0)
@@ -1287,8 +1310,12 @@ election_try_lead(struct election *e, enum election_reason reason,
 		e->lease_deadline = *e->session_lease;
 	if (e->now + (e->lease_naive ?
 	    election_renew_every(e) + (uint64_t)e->timeout_ms / 6 :
-	    e->shape.start) >= e->lease_deadline)
+	    e->shape.start) >= e->lease_deadline) {
+		/* Too little lease: earn one (partitions renew here only). */
+		if (e->next_renew == 0 && !e->renew_inflight)
+			e->next_renew = e->now;
 		return;
+	}
 	if (!e->lease_naive && e->slow_rtt != 0)
 		return;		/* it would not last: wait for faster trips */
 	if (!e->lease_naive && e->term_epoch <= e->spent_epoch) {
@@ -2002,9 +2029,13 @@ election_on_tick(struct election *e, struct election_actions *out)
 			}
 			return;
 		}
-		if (e->renew_inflight && !e->kicked && now >= e->renew_sent + sixth) {
-			/* The renewal hangs: the server may be stopped or cut
-			 * off. Move to another one while the lease lasts. */
+		if (e->renew_inflight && !e->kicked &&
+		    now >= election_stalled_since(e) + sixth) {
+			/* The renewal hangs, and nothing else was answered
+			 * meanwhile: the server may be stopped or cut off.
+			 * Move to another one while the lease lasts. (A
+			 * renewal queued behind our own requests, on a server
+			 * that answers them, is not stalled.) */
 			e->kicked = true;
 			e->kicks++;
 			election_push(e, out, ACT_KICK, NULL);
@@ -2337,6 +2368,7 @@ election_step(struct election *e, const struct election_event *ev,
 	struct election_report r;
 
 	e->now = ev->now;
+	e->ev_queued = ev->queued;
 	e->trail_n = 0;
 	election_dispatch(e, ev, out);
 	election_report(e, &r);
@@ -2405,6 +2437,11 @@ election_hold_remaining(const struct election *e, uint64_t now)
 static bool
 election_claim_foreign(const struct election *e)
 {
+	/* Partitions tell a twin by the members (fleet.c), exactly: a claim
+	 * outlives the release that left no successor, so each partition
+	 * our previous run led would look like one. */
+	if (e->session_renewal)
+		return false;
 	return e->claim_known && e->role != ELECTION_LEADER &&
 	    strcmp(e->claim_id, e->id) == 0 && e->claim_epoch > e->spent_epoch &&
 	    e->claim_epoch != e->taken_epoch && e->phase != PHASE_TAKEOVER && e->phase != PHASE_CLAIMING &&
@@ -2502,7 +2539,7 @@ election_next_tick(const struct election *e)
 		if (e->riding_since != 0 && e->session != SESSION_CONNECTED)
 			EARLIEST(e->last_kick + sixth);
 		else if (e->renew_inflight && !e->kicked)
-			EARLIEST(e->renew_sent + sixth);
+			EARLIEST(election_stalled_since(e) + sixth);
 	}
 	if (election_may_renew(e))
 		EARLIEST(e->next_renew);

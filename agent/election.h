@@ -189,6 +189,9 @@ struct election_event {
 	bool		 assigned;	/* EV_ASSIGN */
 	uint64_t	 told;		/* EV_NOTIFIED: the loss it acknowledges
 					   (an action's told; all before it too) */
+	int		 queued;	/* replies: our requests still out when
+					   this one was sent (a round trip behind
+					   our own burst says nothing of the link) */
 };
 
 enum election_action_type {
@@ -389,6 +392,11 @@ struct election {
 	const struct lease_ring *session_ring; /* partitions: the session's
 					   renewals on this connection, which
 					   anchor every lease (NULL: none) */
+	const uint64_t	*last_answer;	/* when the connection last answered any
+					   request of ours (the driver's; NULL:
+					   only our own answers count): a renewal
+					   is stalled only when nothing is */
+	int		 ev_queued;	/* the event being applied: its queued */
 	const uint64_t	*session_lease;	/* partitions: until when the session
 					   is known to live, from its renewals
 					   (fleet.c): a named successor leads

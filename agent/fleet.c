@@ -536,6 +536,7 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	bool changed = false, *mine;
 
 	f->assign_owed = false;
+	f->assigned_at = f->now;
 	if (f->stopping)
 		return;
 	am = calloc((size_t)f->nmembers + 1, sizeof(*am));
@@ -593,6 +594,22 @@ fleet_actions_free(struct fleet_actions *out)
 	memset(out, 0, sizeof(*out));
 }
 
+/*
+ * When an assignment owed to a change of a partition's leader is due: at
+ * most one every FLEET_ASSIGN_GAP_MS. A start or a rebalance changes
+ * thousands of leaders over a second or two, and each assignment costs
+ * O(N K log N K) (assign.c); a change of the members assigns at once.
+ */
+#define FLEET_ASSIGN_GAP_MS	100
+
+static uint64_t
+fleet_assign_due(const struct fleet *f)
+{
+	if (!f->assign_owed)
+		return 0;
+	return f->assigned_at != 0 ? f->assigned_at + FLEET_ASSIGN_GAP_MS : 1;
+}
+
 void
 fleet_flush(struct fleet *f, uint64_t now, struct fleet_actions *out)
 {
@@ -603,6 +620,8 @@ fleet_flush(struct fleet *f, uint64_t now, struct fleet_actions *out)
 		f->assign_owed = false;	/* the listing's end assigns */
 		return;
 	}
+	if (now < fleet_assign_due(f))
+		return;			/* the tick does it */
 	fleet_assign(f, out);
 }
 
@@ -918,6 +937,14 @@ fleet_srenew_send(struct fleet *f, struct fleet_actions *out)
 	f->srenew_sent = f->now;
 }
 
+/* Since when the renewal has had no answer, nor any request of ours. */
+static uint64_t
+fleet_stalled_since(const struct fleet *f)
+{
+	return f->last_answer > f->srenew_sent ? f->last_answer :
+	    f->srenew_sent;
+}
+
 /* When the renewal next needs a look: the next send, or the kick. */
 static uint64_t
 fleet_srenew_due(const struct fleet *f)
@@ -927,7 +954,7 @@ fleet_srenew_due(const struct fleet *f)
 	if (!f->partitioned)
 		return 0;
 	if (f->srenew_inflight && !f->srenew_kicked)
-		return f->srenew_sent + e->shape.kick;
+		return fleet_stalled_since(f) + e->shape.kick;
 	if (!f->srenew_inflight && fleet_srenew_wanted(f))
 		return f->srenew_next == 0 ? 1 : f->srenew_next;
 	return 0;
@@ -942,7 +969,7 @@ fleet_srenew_tick(struct fleet *f, struct fleet_actions *out)
 	struct fleet_action *a;
 
 	if (f->srenew_inflight) {
-		if (!f->srenew_kicked && f->now >= f->srenew_sent +
+		if (!f->srenew_kicked && f->now >= fleet_stalled_since(f) +
 		    e->shape.kick) {
 			f->srenew_kicked = true;
 			f->last_kick_at = f->now;
@@ -1088,6 +1115,7 @@ fleet_on_tick(struct fleet *f, const struct election_event *tick,
 		}
 	}
 	if (f->partitioned) {
+		fleet_flush(f, f->now, out);	/* an assignment now due */
 		fleet_srenew_tick(f, out);
 		if (f->stopping && !f->stopped && f->now >= f->stop_by) {
 			log_warnx("stop: no successor queued in time for every "
@@ -1106,6 +1134,14 @@ fleet_step(struct fleet *f, const struct fleet_event *fev,
 	struct part *pt;
 
 	f->now = ev.now;
+	/* ZooKeeper answered (a reply, not a failure of our own client, or
+	 * a watch): the server is there, however busy. */
+	if ((fev->type == FEV_ELECTION || fev->type >= FEV_MEMBER_CREATED) &&
+	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
+	    ev.rc != ZOPERATIONTIMEOUT && ev.rc != ZSESSIONEXPIRED)
+		f->last_answer = ev.now;
+	if (fev->type == FEV_SESSION && ev.session == SESSION_CONNECTED)
+		f->last_answer = ev.now;
 	switch (fev->type) {
 	case FEV_SESSION:
 		ev.type = EV_SESSION;
@@ -1189,6 +1225,9 @@ fleet_next_tick(const struct fleet *f)
 	if (f->partitioned && f->stopping && !f->stopped &&
 	    (t == 0 || f->stop_by < t))
 		t = f->stop_by;
+	if (f->partitioned && (x = fleet_assign_due(f)) != 0 &&
+	    (t == 0 || x < t))
+		t = x;
 	return t;
 }
 
@@ -1327,6 +1366,7 @@ fleet_init(struct fleet *f, const struct config *conf,
 			abort();
 		election_init(&pt->e, conf->election_id, conf->election_value,
 		    f->partitioned ? true : conf->election_candidate);
+		pt->e.last_answer = &f->last_answer;
 		pt->e.step_down = conf->election_step_down;
 		pt->e.tick_ms = (int)conf->zk_tick_ms;
 		pt->e.uuid_gen = uuid_gen;

@@ -161,6 +161,7 @@ struct fleet {
 	uint64_t	 member_gen;	/* of the listing being read */
 	int		 member_reads;	/* data reads of it in flight */
 	bool		 assign_owed;	/* a partition's leader changed */
+	uint64_t	 assigned_at;	/* the last assignment */
 	bool		 new_session_owed;
 	uint64_t	 last_kick_at;
 
@@ -171,6 +172,9 @@ struct fleet {
 	uint64_t	 srenew_next;
 	uint64_t	 srenewals;
 	struct lease_ring ring;		/* its sends on this connection */
+	uint64_t	 last_answer;	/* when ZooKeeper last answered us on
+					   this connection (kicks wait for
+					   silence, not for a busy queue) */
 	uint64_t	 session_lease;	/* the session lives at least until
 					   then (its renewals' lease) */
 

@@ -80,6 +80,18 @@ struct zk_req {
 	struct Stat	 set_stat;
 	int		 nops;
 	char		 paths[3][CONFIG_ZK_PATH_MAX];
+	int		 queued;	/* our requests out when it was made */
+};
+
+/* An action held back until fewer of our requests are out (zk_hold): a
+ * copy, with the bytes it points at, the generation and the uuid it was
+ * asked under. */
+struct zk_held {
+	struct zk_held	*next;
+	struct fleet_action fa;
+	uint64_t	 gen;
+	char		 uuid[ELECTION_UUID_LEN + 1];
+	char		*bytes;
 };
 
 /* A message from the ZooKeeper thread to the loop. */
@@ -104,6 +116,7 @@ struct zk_msg {
 	int64_t		 pzxid;
 	int64_t		 czxid;
 	int64_t		 owner;
+	int		 queued;	/* answers: our requests out at its send */
 	zhandle_t	*zh;		/* session events: which handle */
 };
 
@@ -113,6 +126,8 @@ struct zk {
 	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
+	struct zk_held	*held, **held_tail;	/* held back (zk_hold) */
+	int		 nheld;
 	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
 	bool		 exiting;
 	uint64_t	 exit_by;	/* then leaves the loop anyway */
@@ -154,6 +169,7 @@ static void	zk_nag_start(struct zk *);
 static void	zk_probe_start(struct zk *);
 static void	zk_run(struct zk *, const struct fleet_event *);
 static void	zk_perform(struct zk *, const struct fleet_actions *);
+static void	zk_release_held(struct zk *);
 
 static void
 zk_trace(const char *step)
@@ -272,6 +288,7 @@ zk_req_free(struct zk_req *req)
  * which can then drop it (and our request with it) without a callback.
  */
 #define ZK_EXIT_DRAIN_MS	1000
+#define ZK_RESOLVE_DELAY_MS	60000	/* zoo_set_servers_resolution_delay */
 
 /* Leaves the loop (after LINGER_MS) once no request is out, or at the
  * drain's bound. */
@@ -319,6 +336,7 @@ zk_msg_req(const struct zk_req *req, int rc)
 	struct zk_msg *m = zk_msg_new(req->kind, req->gen, rc);
 
 	m->pt = req->pt;
+	m->queued = req->queued;
 	return m;
 }
 
@@ -696,6 +714,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	ev->czxid = m->czxid;
 	ev->owner = m->owner;
 	ev->deleted = m->type == ZOO_DELETED_EVENT;
+	ev->queued = m->queued;
 
 	switch (m->kind) {
 	case ZK_SESSION:
@@ -791,28 +810,44 @@ zk_run(struct zk *zk, const struct fleet_event *fev)
 	fleet_actions_free(&out);
 }
 
+/*
+ * Applies what the client's threads queued, in order. A burst (thousands
+ * of answers with many partitions) is taken a slice at a time, the loop
+ * running between slices: the API answers, the watchdog is fed, a tick
+ * that is due runs. The assignment runs once the queue is drained.
+ */
+#define ZK_WAKE_SLICE_MS	20
+
 static void
 zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct zk *zk = arg;
-	struct zk_msg *list, *m;
+	struct zk_msg *m;
 	struct fleet_actions out = { 0 };
+	uint64_t until = clock_now_ms() + ZK_WAKE_SLICE_MS;
+	int n = 0;
 
-	pthread_mutex_lock(&zk->lock);
-	list = zk->head;
-	zk->head = NULL;
-	zk->tail = &zk->head;
-	pthread_mutex_unlock(&zk->lock);
-
-	while ((m = list) != NULL) {
-		list = m->next;
+	for (;;) {
+		pthread_mutex_lock(&zk->lock);
+		if ((m = zk->head) != NULL && (zk->head = m->next) == NULL)
+			zk->tail = &zk->head;
+		pthread_mutex_unlock(&zk->lock);
+		if (m == NULL)
+			break;
 		zk_apply(zk, m);
 		zk_msg_free(m);
+		if (++n % 64 == 0 && clock_now_ms() >= until) {
+			/* The rest after the loop has run once. */
+			zk_release_held(zk);
+			event_active(zk->ev_wake, 0, 0);
+			return;
+		}
 	}
 	/* A partition's leader changed: assign again, once. */
 	fleet_flush(zk->fleet, clock_now_ms(), &out);
 	zk_perform(zk, &out);
 	fleet_actions_free(&out);
+	zk_release_held(zk);
 	zk_exit_check(zk);
 }
 
@@ -962,6 +997,16 @@ zk_handle_open(struct zk *zk)
 		return;
 	}
 	watchdog_hold(zk->agent->watchdog, false);	/* a session may live */
+	/*
+	 * The client resolves the server names again on every turn of its
+	 * I/O thread unless told otherwise (resolution delay 0): a
+	 * getaddrinfo() per message, a fifth of the agent's time under a
+	 * few thousand partitions. While connected, once a minute is plenty;
+	 * a lost connection resolves again whatever the delay.
+	 */
+	if (zoo_set_servers_resolution_delay(zk->zh, ZK_RESOLVE_DELAY_MS) !=
+	    ZOK)
+		log_warnx("zookeeper: cannot set the resolution delay");
 	if (conf->zk_auth_scheme != NULL &&
 	    zoo_add_auth(zk->zh, conf->zk_auth_scheme, conf->zk_auth_credentials,
 	    (int)strlen(conf->zk_auth_credentials), NULL, NULL) != ZOK)
@@ -982,7 +1027,7 @@ zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 	if (req == NULL)
 		abort();
 	req->zk = zk;
-	__atomic_add_fetch(&zk->reqs_live, 1, __ATOMIC_ACQ_REL);
+	req->queued = __atomic_fetch_add(&zk->reqs_live, 1, __ATOMIC_ACQ_REL);
 	req->pt = pt;
 	req->kind = kind;
 	req->gen = pt != NULL ? pt->e.gen : 0;
@@ -1142,6 +1187,98 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
 		zk_req_done(req);
 	}
 	return ZOK;
+}
+
+/*
+ * The window: at most ZK_WINDOW of our requests out at once; more are held
+ * back, in order, and sent as answers come. ZooKeeper answers a session's
+ * requests in order, so without it a burst (thousands of partitions
+ * joining, or taking their share) would queue every later request behind
+ * all of it: round trips of seconds, lapsed leases, terms barred for slow
+ * round trips the agent caused itself. The session's renewal and the calls
+ * about the members pass what is held: every partition's lease stands on
+ * the first, the assignment on the others, and none of them touches a
+ * partition, so their order among the rest does not matter (our member
+ * node is still made before the listing that must see it). One election
+ * never has a window's worth out. A request sent later than its election
+ * asked is safe: its lease counts from the step that asked, which is
+ * earlier, and its round trip counts as queued (the slow-ZooKeeper bar,
+ * doc/design.md, "A slow ZooKeeper").
+ */
+#define ZK_WINDOW	64
+
+static bool
+zk_window_full(const struct zk *zk, const struct fleet_action *fa)
+{
+	switch (fa->type) {
+	case FACT_ELECTION:
+		if (fa->a.type == ACT_NOTIFY)
+			return false;	/* not a request */
+		break;
+	case FACT_MEMBER_DELETE:
+		break;
+	default:
+		/* The members' calls and the session's renewal (the
+		 * member node is made before the listing that must see
+		 * it). */
+		return false;
+	}
+	return zk->held != NULL ||
+	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >= ZK_WINDOW;
+}
+
+/* Holds fa back, with a copy of the bytes it points at. */
+static void
+zk_hold(struct zk *zk, const struct fleet_action *fa)
+{
+	struct zk_held *h = calloc(1, sizeof(*h));
+	const struct part *pt;
+
+	if (h == NULL)
+		abort();
+	h->fa = *fa;
+	if (fa->type == FACT_ELECTION) {
+		pt = &zk->fleet->parts[fa->part];
+		h->gen = pt->e.gen;
+		memcpy(h->uuid, pt->e.uuid, sizeof(h->uuid));
+		if (fa->a.data != NULL && fa->a.datalen > 0) {
+			if ((h->bytes = malloc((size_t)fa->a.datalen)) == NULL)
+				abort();
+			memcpy(h->bytes, fa->a.data, (size_t)fa->a.datalen);
+			h->fa.a.data = h->bytes;
+		}
+	}
+	*zk->held_tail = h;
+	zk->held_tail = &h->next;
+	zk->nheld++;
+}
+
+static void	zk_perform_election(struct zk *, struct part *,
+		    const struct election_action *, const struct zk_held *);
+static void	zk_perform_member(struct zk *, const struct fleet_action *,
+		    bool);
+
+/* Sends what was held back while the window has room; with no handle
+ * (closed for a new session) it is dropped, as the client drops what is
+ * out when closed: each election has moved to a new generation. */
+static void
+zk_release_held(struct zk *zk)
+{
+	struct zk_held *h;
+
+	while ((h = zk->held) != NULL && (zk->zh == NULL ||
+	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) < ZK_WINDOW)) {
+		if ((zk->held = h->next) == NULL)
+			zk->held_tail = &zk->held;
+		zk->nheld--;
+		if (zk->zh != NULL && h->fa.type == FACT_ELECTION)
+			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
+			    &h->fa.a, h);
+		else if (zk->zh != NULL)
+			zk_perform_member(zk, &h->fa, true);
+		free(h->bytes);
+		free(h);
+	}
 }
 
 /*
@@ -1435,10 +1572,11 @@ zk_probe_start(struct zk *zk)
 	}
 }
 
-/* One election action of part pt: its calls (zkplan.c), or the app told. */
+/* One election action of part pt: its calls (zkplan.c), or the app told;
+ * h: held back (zk_hold) until now, under its generation and uuid. */
 static void
 zk_perform_election(struct zk *zk, struct part *pt,
-    const struct election_action *a)
+    const struct election_action *a, const struct zk_held *h)
 {
 	struct election *e = &pt->e;
 	struct zkplan plan;
@@ -1454,10 +1592,15 @@ zk_perform_election(struct zk *zk, struct part *pt,
 	if (zk->zh == NULL)
 		return;
 	/* The calls: zkplan.c, which the simulator runs too. */
-	rc = zkplan_build(a, pt->path, pt->prefix, e->uuid, &plan);
+	rc = zkplan_build(a, pt->path, pt->prefix, h != NULL ? h->uuid :
+	    e->uuid, &plan);
 	if (plan.what == ZKF_NONE)
 		return;
 	req = zk_req_new(zk, pt, zk_plan_kinds[plan.what], plan.name);
+	if (h != NULL) {
+		req->gen = h->gen;
+		req->queued = ZK_WINDOW;	/* its wait counts as queued */
+	}
 	if (rc == -1) {
 		/* config keeps paths short enough; never sent cut short */
 		log_error("zookeeper: a path under %s too long; not sent",
@@ -1499,9 +1642,10 @@ zk_perform_election(struct zk *zk, struct part *pt,
 		zk_refused(zk, req, rc);
 }
 
-/* A fleet action about the members (partitions): its calls (zkplan.c). */
+/* A fleet action about the members (partitions): its calls (zkplan.c);
+ * held: held back until now. */
 static void
-zk_perform_member(struct zk *zk, const struct fleet_action *fa)
+zk_perform_member(struct zk *zk, const struct fleet_action *fa, bool held)
 {
 	const struct fleet *f = zk->fleet;
 	struct zkplan plan;
@@ -1516,6 +1660,8 @@ zk_perform_member(struct zk *zk, const struct fleet_action *fa)
 		return;
 	req = zk_req_new(zk, NULL, zk_plan_kinds[plan.what], plan.name);
 	req->gen = fa->gen;
+	if (held)
+		req->queued = ZK_WINDOW;
 	if (rc == -1) {
 		log_error("zookeeper: a path under %s too long; not sent",
 		    f->members_path);
@@ -1540,7 +1686,10 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 		pt = fa->part >= 0 ? &zk->fleet->parts[fa->part] : NULL;
 		switch (fa->type) {
 		case FACT_ELECTION:
-			zk_perform_election(zk, pt, &fa->a);
+			if (zk_window_full(zk, fa))
+				zk_hold(zk, fa);
+			else
+				zk_perform_election(zk, pt, &fa->a, NULL);
 			break;
 		case FACT_KICK:
 			if (zk->zh != NULL)
@@ -1553,6 +1702,8 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 			if (zk->zh != NULL)
 				zookeeper_close(zk->zh);
 			zk->zh = NULL;
+			/* What the old session held back fails with it. */
+			zk_release_held(zk);
 			zk_handle_open(zk);
 			break;
 		case FACT_EXIT:
@@ -1562,7 +1713,10 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 			zk->cb.changed(zk->cb.arg, pt);
 			break;
 		default:
-			zk_perform_member(zk, fa);
+			if (zk_window_full(zk, fa))
+				zk_hold(zk, fa);
+			else
+				zk_perform_member(zk, fa, false);
 			break;
 		}
 	}
@@ -1738,6 +1892,7 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	zk->cb = *cb;
 	pthread_mutex_init(&zk->lock, NULL);
 	zk->tail = &zk->head;
+	zk->held_tail = &zk->held;
 	if (conf->zk_auth_scheme != NULL) {
 		/* Creator may do all; everyone else may only read. */
 		zk->acl_entries[0].perms = ZOO_PERM_ALL;
@@ -1767,6 +1922,7 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 void
 zk_close(struct zk *zk)
 {
+	struct zk_held *h;
 	struct zk_msg *m;
 
 	if (zk == NULL)
@@ -1776,6 +1932,11 @@ zk_close(struct zk *zk)
 	if (zk->zh != NULL)
 		zookeeper_close(zk->zh);
 	zk_probe_end(zk);
+	while ((h = zk->held) != NULL) {
+		zk->held = h->next;
+		free(h->bytes);
+		free(h);
+	}
 	while ((m = zk->head) != NULL) {
 		zk->head = m->next;
 		zk_msg_free(m);

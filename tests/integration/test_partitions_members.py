@@ -6,7 +6,9 @@
     and the agent's partitions stay owned (before: it never came back, and
     with one agent every partition lapsed and stayed unowned);
   - two agents with one id among the members are reported: status reason,
-    one log line naming the id (before: nothing said it);
+    one log line naming the id (before: nothing said it); an agent started
+    again after a graceful stop is no duplicate of its previous run
+    (before: one warning per partition whose claim named the old run);
   - agents that disagree on the partitions (the middle of a rolling change
     of partitions.count) leave no partition that a live agent knows without
     an owner, and say so (before: partitions every view gave to another
@@ -70,6 +72,19 @@ def test_duplicate_ids_are_reported(agents):
         assert "election.id" in s["reason"], s
     poll(lambda: a.log_text(10**7).count("share the id 'twin'") == 1, 10 * SLOW,
          what="one log line naming the id")
+
+
+def test_a_restart_is_no_duplicate_of_the_previous_run(agents):
+    n = 16
+    a = ph.new_part_agent(agents, "again", count=n, session_timeout="2s")
+    ph.wait_settled([a], names(n), timeout=60 * SLOW)
+    assert a.stop() == 0
+    a.start()
+    ph.wait_settled([a], names(n), timeout=60 * SLOW)
+    st = a.status()
+    assert "election.id" not in (st.get("reason") or ""), st
+    second = a.log_text(10**7).split("start #2 of again")[1]
+    assert "uses this agent's election.id" not in second, second[-3000:]
 
 
 def names(n):
