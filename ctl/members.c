@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "election.h"
+#include "zkread.h"
 
 #define MEMBERS_DATA_MAX	4096	/* bytes of node data shown */
 
@@ -51,102 +51,6 @@ struct members_view {
 	int64_t			 epoch;		/* its mzxid */
 	int			 leader;	/* index in nodes, or -1 */
 };
-
-/* The session and one outstanding async call, shared with ZK's threads. */
-struct members_zk {
-	pthread_mutex_t	 lock;
-	pthread_cond_t	 cond;
-	int		 state;		/* last session state */
-	bool		 done;		/* the async call completed */
-	int		 rc;
-};
-
-/*
- * The client library's log callback takes no context: the last message it
- * logged (an error: the reason a connection fails) is kept here.
- */
-static pthread_mutex_t	 members_log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char		 members_log_last[512];
-
-static void
-members_log_cb(const char *message)
-{
-	const char *p;
-
-	/* "date:pid(tid):ZOO_ERROR@function@line: text": keep the text. */
-	if ((p = strstr(message, "ZOO_")) != NULL &&
-	    (p = strstr(p, ": ")) != NULL)
-		message = p + 2;
-	pthread_mutex_lock(&members_log_lock);
-	snprintf(members_log_last, sizeof(members_log_last), "%s", message);
-	pthread_mutex_unlock(&members_log_lock);
-}
-
-static void
-members_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	struct members_zk *z = ctx;
-
-	if (type != ZOO_SESSION_EVENT)
-		return;
-	pthread_mutex_lock(&z->lock);
-	z->state = state;
-	pthread_cond_broadcast(&z->cond);
-	pthread_mutex_unlock(&z->lock);
-}
-
-static void
-members_done(struct members_zk *z, int rc)
-{
-	pthread_mutex_lock(&z->lock);
-	z->rc = rc;
-	z->done = true;
-	pthread_cond_broadcast(&z->cond);
-	pthread_mutex_unlock(&z->lock);
-}
-
-static void
-members_void_cb(int rc, const void *data)
-{
-	members_done((struct members_zk *)(uintptr_t)data, rc);
-}
-
-static void
-members_string_cb(int rc, const char *value, const void *data)
-{
-	members_done((struct members_zk *)(uintptr_t)data, rc);
-}
-
-/*
- * Waits until the session is connected (for == -1) or the async call has
- * completed (for == 0), or until the deadline (CLOCK_MONOTONIC). Returns 0,
- * or -1 on time out or a session that failed; *state says which.
- */
-static int
-members_wait(struct members_zk *z, int what, const struct timespec *deadline,
-    int *state)
-{
-	int rc = 0;
-
-	pthread_mutex_lock(&z->lock);
-	for (;;) {
-		*state = z->state;
-		if (z->state == ZOO_AUTH_FAILED_STATE ||
-		    z->state == ZOO_EXPIRED_SESSION_STATE) {
-			rc = -1;
-			break;
-		}
-		if (what == -1 ? z->state == ZOO_CONNECTED_STATE : z->done)
-			break;
-		if (pthread_cond_timedwait(&z->cond, &z->lock, deadline) ==
-		    ETIMEDOUT) {
-			rc = -1;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&z->lock);
-	return rc;
-}
 
 static void
 members_data_read(struct members_data *d, const char *buf, int len)
@@ -538,25 +442,6 @@ members_parts_free(struct members_parts *mp)
 	free(mp->names);
 }
 
-/* Is PATH a partitioned election? 1 yes, 0 no, or a ZooKeeper error. */
-static int
-members_partitioned(zhandle_t *zh, const char *path)
-{
-	char child[CONFIG_ZK_PATH_MAX + 16];
-	struct Stat st;
-	int rc;
-
-	snprintf(child, sizeof(child), "%s/partitions", path);
-	if ((rc = zoo_exists(zh, child, 0, &st)) == ZNONODE)
-		return 0;
-	if (rc != ZOK)
-		return rc;
-	snprintf(child, sizeof(child), "%s/members", path);
-	if ((rc = zoo_exists(zh, child, 0, &st)) == ZNONODE)
-		return 0;
-	return rc == ZOK ? 1 : rc;
-}
-
 /* Reads the members and every partition's election; 0, or the error. */
 static int
 members_read_parts(zhandle_t *zh, const char *path, struct members_parts *mp)
@@ -699,49 +584,6 @@ members_print_parts_text(FILE *f, const char *path,
 	}
 }
 
-/*
- * PATH is missing: say what is, from the chroot down (the chroot missing
- * is not "nobody joined": no agent can create anything under it).
- */
-static void
-members_say_missing(zhandle_t *zh, const struct config *conf)
-{
-	char part[CONFIG_ZK_PATH_MAX], *slash;
-	const char *chroot = strchr(conf->zk_servers, '/');
-	struct Stat st;
-	size_t n;
-
-	if (chroot != NULL && strcmp(chroot, "/") != 0 &&
-	    zoo_exists(zh, "/", 0, &st) == ZNONODE) {
-		fprintf(stderr, "zkelectctl: members: the chroot %s of "
-		    "zookeeper.servers does not exist on %.*s (create it, or fix "
-		    "zookeeper.servers): nothing can join %s\n", chroot,
-		    (int)(chroot - conf->zk_servers), conf->zk_servers,
-		    conf->election_path);
-		return;
-	}
-	/* The deepest component that is there. */
-	snprintf(part, sizeof(part), "%s", conf->election_path);
-	for (;;) {
-		slash = strrchr(part, '/');
-		if (slash == NULL || slash == part)
-			break;
-		*slash = '\0';
-		if (zoo_exists(zh, part, 0, &st) == ZOK)
-			break;
-	}
-	n = strlen(part);
-	if (slash == NULL || slash == part)
-		n = 0;
-	fprintf(stderr, "zkelectctl: members: %s does not exist on %s: no "
-	    "agent has joined this election yet", conf->election_path,
-	    conf->zk_servers);
-	if (n > 0 && n + 1 < strlen(conf->election_path))
-		fprintf(stderr, " (%s is there, nothing under it on the way)",
-		    part);
-	fputc('\n', stderr);
-}
-
 static void
 members_usage(FILE *f)
 {
@@ -760,24 +602,15 @@ members_cmd(int argc, char *argv[])
 		{ "timeout", required_argument, NULL, 't' },
 		{ "zookeeper", required_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 } };
-	struct members_zk z;
+	struct zkread r;
 	struct members_view v;
 	struct members_parts mp;
 	struct config *conf;
-	struct config_flag flags[2];
-	const char *servers = NULL;
-	bool from_file = false;
-	struct timespec deadline;
-	pthread_condattr_t ca;
-	zhandle_t *zh;
-	const char *file, *env, *step;
-	char last[sizeof(members_log_last)];
+	const char *servers = NULL, *file = NULL, *source = NULL;
 	uint64_t timeout_ms = 10000;
 	bool json = false;
-	int ch, rc, state = 0, status = EXIT_AGENT;
+	int ch, rc, status = EXIT_AGENT;
 
-	env = getenv("ZKELECT_CONFIG");
-	file = env != NULL && env[0] != '\0' ? env : DEFAULT_CONFIG;
 	/* 0: getopt starts afresh, options may follow PATH (main's "+"
 	 * would otherwise stay in force). */
 	optind = 0;
@@ -785,7 +618,6 @@ members_cmd(int argc, char *argv[])
 		switch (ch) {
 		case 'c':
 			file = optarg;
-			from_file = true;
 			break;
 		case 'z':
 			servers = optarg;
@@ -806,107 +638,14 @@ members_cmd(int argc, char *argv[])
 			return EXIT_USAGE;
 		}
 	}
-	/* A PATH means the command line's way: --zookeeper, or the
-	 * $ZKELECT_ZOOKEEPER that lock and elect take too. */
-	if (servers == NULL && optind < argc && !from_file &&
-	    (env = getenv("ZKELECT_ZOOKEEPER")) != NULL && env[0] != '\0')
-		servers = env;
-	if (servers != NULL && from_file) {
-		fprintf(stderr, "zkelectctl: members: -c FILE and --zookeeper "
-		    "exclude each other\n");
-		members_usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (servers != NULL && optind >= argc) {
-		fprintf(stderr, "zkelectctl: members: --zookeeper needs the "
-		    "election's PATH\n");
-		members_usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (optind + (servers != NULL) < argc) {
-		fprintf(stderr, "zkelectctl: members: unexpected argument '%s'\n",
-		    argv[optind + (servers != NULL)]);
-		members_usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (servers != NULL) {
-		flags[0].flag = "--zookeeper";
-		flags[0].key = "zookeeper.servers";
-		flags[0].value = servers;
-		flags[0].argv = NULL;
-		flags[1].flag = "PATH";
-		flags[1].key = "election.path";
-		flags[1].value = argv[optind];
-		flags[1].argv = NULL;
-		conf = config_from_flags("zkelectctl: members", flags, 2, stderr);
-		file = "the command line";
-	} else
-		conf = config_load(file, stderr);
+	conf = zkread_config("members", file, servers, argc - optind,
+	    argv + optind, &source, members_usage);
 	if (conf == NULL)
 		return EXIT_USAGE;
-
-	memset(&z, 0, sizeof(z));
-	pthread_mutex_init(&z.lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&z.cond, &ca);
-	pthread_condattr_destroy(&ca);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)(timeout_ms / 1000);
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (deadline.tv_nsec >= 1000000000) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000;
-	}
-
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	zh = zookeeper_init2(conf->zk_servers, members_watcher,
-	    (int)conf->zk_session_timeout_ms, NULL, &z, 0, members_log_cb);
-	if (zh == NULL) {
-		/* Its errno is not telling (a name that does not resolve
-		 * gives ENOENT); the library's own message is. */
-		pthread_mutex_lock(&members_log_lock);
-		snprintf(last, sizeof(last), "%s", members_log_last);
-		pthread_mutex_unlock(&members_log_lock);
-		fprintf(stderr, "zkelectctl: members: cannot use ZooKeeper servers "
-		    "'%s': %s\n", conf->zk_servers, last[0] != '\0' ? last :
-		    strerror(errno));
+	if (zkread_open(&r, "members", conf, source, timeout_ms) == -1)
 		goto out;
-	}
-	step = "connect to";
-	if (members_wait(&z, -1, &deadline, &state) == -1)
-		goto fail;
-	/* Credentials first: the reads after them are queued behind. */
-	if (conf->zk_auth_scheme != NULL) {
-		step = "authenticate";
-		z.done = false;
-		rc = zoo_add_auth(zh, conf->zk_auth_scheme,
-		    conf->zk_auth_credentials, (int)strlen(conf->zk_auth_credentials),
-		    members_void_cb, (void *)(uintptr_t)&z);
-		if (rc != ZOK || members_wait(&z, 0, &deadline, &state) == -1 ||
-		    z.rc != ZOK) {
-			fprintf(stderr, "zkelectctl: members: ZooKeeper refused the "
-			    "%s credentials of %s (%s)\n", conf->zk_auth_scheme,
-			    file, zerror(rc != ZOK ? rc : z.done ? z.rc :
-			    ZOPERATIONTIMEOUT));
-			goto out;
-		}
-	}
-	/* A sync first: the server we read from has caught up with the
-	 * leader of the ensemble, so the view is current. */
-	step = "sync with";
-	z.done = false;
-	rc = zoo_async(zh, conf->election_path, members_string_cb,
-	    (void *)(uintptr_t)&z);
-	if (rc != ZOK || members_wait(&z, 0, &deadline, &state) == -1)
-		goto fail;
-	if (z.rc != ZOK && z.rc != ZNONODE) {
-		fprintf(stderr, "zkelectctl: members: cannot sync with ZooKeeper "
-		    "at %s: %s\n", conf->zk_servers, zerror(z.rc));
-		goto out;
-	}
-	if ((rc = members_partitioned(zh, conf->election_path)) == 1) {
-		rc = members_read_parts(zh, conf->election_path, &mp);
+	if ((rc = zkread_partitioned(&r, conf->election_path)) == 1) {
+		rc = members_read_parts(r.zh, conf->election_path, &mp);
 		if (rc == ZOK) {
 			if (json)
 				members_print_parts_json(stdout,
@@ -923,9 +662,9 @@ members_cmd(int argc, char *argv[])
 		members_parts_free(&mp);
 		goto out;
 	}
-	rc = members_read(zh, conf->election_path, &v);
+	rc = members_read(r.zh, conf->election_path, &v);
 	if (rc == ZNONODE) {
-		members_say_missing(zh, conf);
+		zkread_say_missing(&r);
 		members_view_free(&v);
 		goto out;
 	}
@@ -942,25 +681,8 @@ members_cmd(int argc, char *argv[])
 		members_print_text(stdout, conf->election_path, &v);
 	members_view_free(&v);
 	status = 0;
-	goto out;
-
-fail:
-	pthread_mutex_lock(&members_log_lock);
-	snprintf(last, sizeof(last), "%s", members_log_last);
-	pthread_mutex_unlock(&members_log_lock);
-	if (state == ZOO_AUTH_FAILED_STATE)
-		fprintf(stderr, "zkelectctl: members: ZooKeeper at %s refused the "
-		    "credentials of %s\n", conf->zk_servers, file);
-	else
-		fprintf(stderr, "zkelectctl: members: cannot %s ZooKeeper at %s "
-		    "within %" PRIu64 " ms%s%s\n", step, conf->zk_servers,
-		    timeout_ms, last[0] != '\0' ? "; last client error: " : "",
-		    last);
 out:
-	if (zh != NULL)
-		zookeeper_close(zh);
-	pthread_cond_destroy(&z.cond);
-	pthread_mutex_destroy(&z.lock);
+	zkread_close(&r);
 	config_free(conf);
 	return status;
 }
