@@ -173,8 +173,8 @@ members_view_free(struct members_view *v)
 	free(v->claim.buf);
 }
 
-/* Writes bytes as JSON string contents (UTF-8 passed through). */
-static void
+/* Writes bytes as a JSON string (UTF-8 passed through). */
+void
 members_json_bytes(FILE *f, const char *p, int len)
 {
 	int i;
@@ -262,8 +262,8 @@ members_print_json(FILE *f, const char *path, const struct members_view *v)
 	fputs("]}\n", f);
 }
 
-/* Bytes for a terminal: control characters escaped, C style. */
-static char *
+/* Bytes for a terminal (free it): control characters escaped, C style. */
+char *
 members_text(const char *p, int len)
 {
 	char *out, *q;

@@ -298,29 +298,92 @@ print_partition(const char *e)
 	    "assigned to this instance" : "not assigned to this instance");
 }
 
+static void
+partitions_usage(FILE *f)
+{
+	fprintf(f, "usage: zkelectctl partitions [--json] [--timeout DURATION]\n"
+	    "       zkelectctl partitions -c FILE | --cluster [--json] "
+	    "[--timeout DURATION]\n"
+	    "       zkelectctl partitions --zookeeper SERVERS PATH [--json] "
+	    "[--timeout DURATION]\n");
+}
+
+/*
+ * partitions: this agent's view over its socket; or, with -c FILE,
+ * --zookeeper SERVERS PATH, --cluster, or a PATH and $ZKELECT_ZOOKEEPER,
+ * the cluster view read from ZooKeeper (partitions.c).
+ */
 static int
 cmd_partitions(int argc, char *argv[])
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
+		{ "json", no_argument, NULL, 'j' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "zookeeper", required_argument, NULL, 'z' },
+		{ "cluster", no_argument, NULL, 'C' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
-	const char *cur;
+	const char *cur, *file = NULL, *servers = NULL, *env;
 	char *e, id[300] = "?", members[16] = "0", name[512], role[32],
 	    leader[600], owner[300], epoch[32], lease[32], assigned[8],
 	    is_leader[8];
-	bool json = false;
+	uint64_t timeout_ms = 0;
+	bool json = false, cluster = false;
 	int ch, wname = 9, wowner = 5, n = 0, owned = 0, nassigned = 0, k;
 
-	while ((ch = getopt_long(argc, argv, "j", opts, NULL)) != -1) {
-		if (ch != 'j') {
-			usage(stderr);
+	/* 0: getopt starts afresh, options may follow PATH (main's "+"
+	 * would otherwise stay in force). */
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "jc:", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			json = true;
+			break;
+		case 'c':
+			file = optarg;
+			cluster = true;
+			break;
+		case 'z':
+			servers = optarg;
+			cluster = true;
+			break;
+		case 'C':
+			cluster = true;
+			break;
+		case 't':
+			if (config_parse_duration(optarg, &timeout_ms) == -1 ||
+			    timeout_ms == 0) {
+				fprintf(stderr, "zkelectctl: partitions: invalid "
+				    "--timeout '%s' (use e.g. 10s)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			partitions_usage(stderr);
 			return EXIT_USAGE;
 		}
-		json = true;
 	}
-	if (stray_arguments("partitions", argc, argv) == -1)
+	/* A PATH with $ZKELECT_ZOOKEEPER is the command line's way too, as
+	 * for members. */
+	if (!cluster && optind < argc && (env = getenv("ZKELECT_ZOOKEEPER")) !=
+	    NULL && env[0] != '\0')
+		cluster = true;
+	if (cluster)
+		return partitions_cluster(file, servers, argc - optind,
+		    argv + optind, json, timeout_ms > 0 ? timeout_ms : 10000,
+		    partitions_usage);
+	if (optind < argc) {
+		fprintf(stderr, "zkelectctl: partitions: unexpected argument "
+		    "'%s' (a PATH needs --zookeeper SERVERS or "
+		    "$ZKELECT_ZOOKEEPER)\n", argv[optind]);
+		partitions_usage(stderr);
 		return EXIT_USAGE;
-	if (request("GET", "/v1/partitions", 5000, &resp) == -1)
+	}
+	if (timeout_ms == 0)
+		timeout_ms = 5000;
+	if (request("GET", "/v1/partitions", timeout_ms > INT32_MAX ? INT32_MAX :
+	    (int)timeout_ms, &resp) == -1)
 		return EXIT_AGENT;
 	if (resp.code != 200) {
 		partition_refused("partitions", &resp);
