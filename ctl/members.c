@@ -232,7 +232,7 @@ members_print_json(FILE *f, const char *path, const struct members_view *v)
 
 	fputs("{\"path\":", f);
 	members_json_bytes(f, path, (int)strlen(path));
-	fputs(",\"leader\":", f);
+	fputs(",\"partitioned\":false,\"leader\":", f);
 	if (v->leader >= 0) {
 		fputc('{', f);
 		members_json_data(f, &v->claim);
@@ -511,7 +511,7 @@ members_print_parts_json(FILE *f, const char *path,
 
 	fputs("{\"path\":", f);
 	members_json_bytes(f, path, (int)strlen(path));
-	fputs(",\"members\":[", f);
+	fputs(",\"partitioned\":true,\"members\":[", f);
 	for (i = 0; i < mp->nmembers; i++) {
 		fprintf(f, "%s{\"node\":", i > 0 ? "," : "");
 		members_json_bytes(f, mp->member_nodes[i],
@@ -546,7 +546,7 @@ members_print_parts_json(FILE *f, const char *path,
 
 static void
 members_print_parts_text(FILE *f, const char *path,
-    const struct members_parts *mp)
+    const struct members_parts *mp, const char *view)
 {
 	const struct members_view *v;
 	char *id, epoch[32];
@@ -555,6 +555,8 @@ members_print_parts_text(FILE *f, const char *path,
 	fprintf(f, "%s: partitioned election, %d member%s, %d partition%s\n",
 	    path, mp->nmembers, mp->nmembers == 1 ? "" : "s", mp->nparts,
 	    mp->nparts == 1 ? "" : "s");
+	fprintf(f, "(no one leader: each partition has its own; owners, "
+	    "quotas and the balance: %s)\n", view);
 	for (i = 0; i < mp->nmembers; i++) {
 		id = members_text_id(&mp->members[i]);
 		fprintf(f, "member %s  %s\n", id, mp->member_nodes[i]);
@@ -584,6 +586,26 @@ members_print_parts_text(FILE *f, const char *path,
 	}
 }
 
+/* The command that shows the cluster view, read the way we were told. */
+static char *
+members_cluster_hint(const struct config *conf, const char *source,
+    const char *file)
+{
+	char *view;
+	int rc;
+
+	if (strcmp(source, "the command line") == 0)
+		rc = asprintf(&view, "zkelectctl partitions --zookeeper %s %s",
+		    conf->zk_servers, conf->election_path);
+	else if (file != NULL)
+		rc = asprintf(&view, "zkelectctl partitions -c %s", file);
+	else
+		rc = asprintf(&view, "zkelectctl partitions --cluster");
+	if (rc == -1)
+		abort();
+	return view;
+}
+
 static void
 members_usage(FILE *f)
 {
@@ -607,6 +629,7 @@ members_cmd(int argc, char *argv[])
 	struct members_parts mp;
 	struct config *conf;
 	const char *servers = NULL, *file = NULL, *source = NULL;
+	char *view;
 	uint64_t timeout_ms = 10000;
 	bool json = false;
 	int ch, rc, status = EXIT_AGENT;
@@ -650,9 +673,12 @@ members_cmd(int argc, char *argv[])
 			if (json)
 				members_print_parts_json(stdout,
 				    conf->election_path, &mp);
-			else
+			else {
+				view = members_cluster_hint(conf, source, file);
 				members_print_parts_text(stdout,
-				    conf->election_path, &mp);
+				    conf->election_path, &mp, view);
+				free(view);
+			}
 			status = 0;
 		} else
 			fprintf(stderr, "zkelectctl: members: cannot read the "
