@@ -506,13 +506,13 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 				char *id = members_text(m->id,
 				    (int)strlen(m->id));
 
-				fprintf(f, "%s %s owns %d, quota %d",
-				    n > 1 ? "," : "", id, m->owns, m->quota);
+				fprintf(f, "%s %s owns %d (quota %d)",
+				    n > 1 ? ";" : "", id, m->owns, m->quota);
 				free(id);
 			}
 		}
 		if (n > PARTITIONS_SHOW_MAX)
-			fprintf(f, ", and %d more", n - PARTITIONS_SHOW_MAX);
+			fprintf(f, "; and %d more", n - PARTITIONS_SHOW_MAX);
 		fputc('\n', f);
 	}
 	if (c->settled)

@@ -6,7 +6,9 @@
  *   zkelectctl wait [-p NAME] --leader|--follower|--change [--timeout 30s]
  *   zkelectctl resign [--hold 10s]
  *   zkelectctl run [-p NAME] -- CMD [ARGS...]
- *   zkelectctl partitions [--json]
+ *   zkelectctl partitions [--json]           (this agent's view)
+ *   zkelectctl partitions -c FILE|--cluster|--zookeeper SERVERS PATH [--json]
+ *                                            (the cluster view: partitions.c)
  *   zkelectctl members [-c FILE] [--json]   (reads ZooKeeper: members.c)
  *   zkelectctl members --zookeeper SERVERS PATH [--json]
  *   zkelectctl lock [--zookeeper SERVERS] PATH -- CMD [ARGS...]  (lock.c)
@@ -14,7 +16,7 @@
  *   zkelectctl hold                          (what elect runs)
  * Exit status: 0 success (for wait: the condition holds), 1 usage error
  * (is-leader: not leading), 2 the agent could not be reached or answered
- * an error, 3 wait timed out.
+ * an error, 3 wait timed out (the cluster view: not balanced and settled).
  */
 #include <sys/wait.h>
 
@@ -63,12 +65,13 @@ usage(FILE *f)
 	    "                              then SIGKILL) before the lease can lapse;\n"
 	    "                              says once that it waits to lead, and\n"
 	    "                              for whom, unless -q\n"
-	    "  partitions [--json]         every partition: its owner, epoch, this\n"
+	    "  partitions [--json] [--timeout DURATION]\n"
+	    "                              every partition: its owner, epoch, this\n"
 	    "                              instance's role and lease; then the balance\n"
 	    "  -p, --partition NAME        (status, is-leader, wait, run) ask about\n"
 	    "                              partition NAME instead of the election\n"
 	    "\n"
-	    "Command that reads ZooKeeper itself (no agent or socket needed):\n"
+	    "Commands that read ZooKeeper themselves (no agent or socket needed):\n"
 	    "  members [-c|--config FILE] [--json] [--timeout DURATION]\n"
 	    "                              the whole election: contenders in queue\n"
 	    "                              order, their ids and values, the leader\n"
@@ -80,6 +83,15 @@ usage(FILE *f)
 	    "                              the same with no file, from any host; a\n"
 	    "                              partitioned election: members and each\n"
 	    "                              partition's owner and epoch\n"
+	    "  partitions -c FILE|--cluster [--json] [--timeout DURATION]\n"
+	    "  partitions --zookeeper SERVERS PATH [--json] [--timeout DURATION]\n"
+	    "                              the cluster view of a partitioned election:\n"
+	    "                              every partition's owner, epoch and age; the\n"
+	    "                              members in join order with what each runs,\n"
+	    "                              owns and its quota, drained and avoided;\n"
+	    "                              balanced, settled, unowned (exit 3: read\n"
+	    "                              but not balanced and settled); --cluster:\n"
+	    "                              the default FILE, as members\n"
 	    "\n"
 	    "Commands that run an agent of their own (no file, no agent needed;\n"
 	    "SERVERS defaults to $ZKELECT_ZOOKEEPER):\n"
@@ -101,8 +113,9 @@ usage(FILE *f)
 	    "\n"
 	    "Exit status: 0 ok, 1 usage or configuration error (is-leader: not\n"
 	    "leading), 2 agent or ZooKeeper unreachable, or an error, 3 wait timed\n"
-	    "out (--timeout 0: the condition does not hold); run, lock and elect\n"
-	    "exit with their command's status (zkelectctl(1)).\n");
+	    "out (--timeout 0: the condition does not hold; partitions' cluster\n"
+	    "view: not balanced and settled); run, lock and elect exit with their\n"
+	    "command's status (zkelectctl(1)).\n");
 }
 
 /* Anything left after a command's options is refused, with usage. */

@@ -298,7 +298,7 @@ def test_cluster_view_of_a_drained_member(agents, observer, election, zk_hostpor
     r = ctl("partitions", "--zookeeper", zk_hostport, election)
     assert r.returncode == 3, r
     text_matches_json(r.stdout, doc)
-    assert "y owns 0, quota 2" in r.stdout, r.stdout
+    assert "y owns 0 (quota 2)" in r.stdout, r.stdout
 
     # Gone again: settled as before.
     observer.zk.delete(y)
