@@ -4,8 +4,9 @@
 # on first use); or source this file from ~/.bashrc.
 #
 # Partition names after -p/--partition come from the agent itself
-# (`zkelectctl partitions --json`, asked for at most 2 s); when it does not
-# answer, nothing is offered.
+# (`zkelectctl partitions --json`, asked for at most 2 s: the agent's view,
+# not the cluster view, which needs -c, --cluster or --zookeeper); when it
+# does not answer, nothing is offered.
 
 # The partition names the agent knows, one a line. $1.. are the socket
 # options seen on the command line, passed on to zkelectctl.
@@ -61,7 +62,7 @@ _zkelectctl()
 		compopt -o filenames 2>/dev/null
 		return 0 ;;
 	-c|--config)
-		if [ "$verb" = members ]; then
+		if [ "$verb" = members ] || [ "$verb" = partitions ]; then
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
 			return 0
@@ -97,7 +98,7 @@ _zkelectctl()
 	members)    opts="-c --config --json --timeout --zookeeper" ;;
 	lock)       opts="--zookeeper --id --session-timeout --tick-time --log-level -v --verbose --" ;;
 	elect)      opts="--zookeeper --session-timeout --tick-time --log-level -v --verbose" ;;
-	partitions) opts="--json" ;;
+	partitions) opts="--json --timeout -c --config --cluster --zookeeper" ;;
 	*)          return 0 ;;
 	esac
 	COMPREPLY=($(compgen -W "$opts" -- "$cur"))

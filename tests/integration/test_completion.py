@@ -53,7 +53,9 @@ def test_verbs_and_options(tmp_path):
                                               "--verbose", "--zookeeper"]
     assert complete("zkelectctl elect --z") == ["--zookeeper"]
     assert complete("zkelectctl lock --log-level w") == ["warn"]
-    assert complete("zkelectctl partitions -") == ["--json"]
+    assert complete("zkelectctl partitions -") == ["--cluster", "--config", "--json",
+                                                   "--timeout", "--zookeeper", "-c"]
+    assert complete("zkelectctl partitions --c") == ["--cluster", "--config"]
     assert complete("zkelectctl wait --timeout ") == []
 
 
@@ -62,6 +64,8 @@ def test_file_names_and_commands(tmp_path):
     (tmp_path / "orders.yaml").write_text("")
     assert complete("zkelectctl --socket ord", cwd=str(tmp_path)) == ["orders.sock", "orders.yaml"]
     assert complete("zkelectctl members -c orders.y", cwd=str(tmp_path)) == ["orders.yaml"]
+    assert complete("zkelectctl partitions --config orders.y", cwd=str(tmp_path)) == \
+        ["orders.yaml"]
     # After `run ... --`: a command to run, from PATH.
     assert "true" in complete("zkelectctl run -q -- tru")
     assert "true" in complete("zkelectctl lock --zookeeper zk:2181 /x -- tru")
