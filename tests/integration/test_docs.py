@@ -216,13 +216,15 @@ def test_every_zkelectd_flag_is_documented():
     assert missing == [], "zkelectd flags not in zkelectd(8) or design.md: %s" % missing
 
 
-def test_every_lock_and_members_option_is_documented():
+def test_every_lock_members_and_partitions_option_is_documented():
     man = man_text("doc/zkelectctl.1")
     opts = long_options("ctl/lock.c", "static const struct option opts[] = {")
     opts += long_options("ctl/members.c", "static const struct option opts[] = {")
-    assert {"zookeeper", "session-timeout", "config"} <= set(opts), opts
+    opts += long_options("ctl/zkelectctl.c", "cmd_partitions(int argc, char *argv[])")
+    assert {"zookeeper", "session-timeout", "config", "cluster"} <= set(opts), opts
     missing = [o for o in opts if "--" + o not in man]
-    assert missing == [], "options of lock/elect/members not in zkelectctl(1): %s" % missing
+    assert missing == [], \
+        "options of lock/elect/members/partitions not in zkelectctl(1): %s" % missing
 
 
 # --------------------------------------------------------------------------
