@@ -83,9 +83,10 @@ partitions_data_cb(int rc, const char *value, int len, const struct Stat *st,
 		if (st != NULL)
 			rd->st = *st;
 		if (value != NULL && len > 0) {
-			if ((rd->data = malloc((size_t)len)) == NULL)
+			if ((rd->data = malloc((size_t)len + 1)) == NULL)
 				abort();
 			memcpy(rd->data, value, (size_t)len);
+			rd->data[len] = '\0';	/* not part of len */
 			rd->len = len;
 		}
 	}
@@ -149,12 +150,14 @@ partitions_achildren(struct zkread *r, const char *path,
 static size_t
 partitions_idlen(const char *data, int len)
 {
+	const char *nl;
 	size_t n;
 
 	if (data == NULL || len <= 0)
 		return 0;
 	n = strnlen(data, (size_t)len);
-	return strcspn(data, "\n") < n ? strcspn(data, "\n") : n;
+	nl = memchr(data, '\n', n);
+	return nl != NULL ? (size_t)(nl - data) : n;
 }
 
 /* Says why a read failed; the exit status. */
@@ -534,8 +537,10 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 			    pt->owner_member == pt->assigned_member))
 				continue;
 			if (n++ < PARTITIONS_SHOW_MAX)
-				fprintf(f, "%s %s %s -> %s", n > 1 ? "," : "",
-				    pt->name, owner[i], assigned[i]);
+				fprintf(f, "%s %s: %s -> %s", n > 1 ? "," : "",
+				    pt->name, pt->owner != NULL ? owner[i] :
+				    "nobody", pt->assigned_member >= 0 ?
+				    assigned[i] : "nobody");
 		}
 		if (n > PARTITIONS_SHOW_MAX)
 			fprintf(f, ", and %d more", n - PARTITIONS_SHOW_MAX);
