@@ -170,12 +170,31 @@ partitions_read_failed(struct zkread *r, const char *what, int rc)
 	return EXIT_AGENT;
 }
 
-/* Lists DIR's children, sorted; 0, or the ZooKeeper error. */
+/*
+ * Lists DIR's children; 0, or the ZooKeeper error. *child grows to hold
+ * DIR/CHILD/CONTENDER for any of them (node names are ZooKeeper's, of any
+ * length: none is cut short into another's path).
+ */
 static int
-partitions_list(struct zkread *r, const char *dir, struct String_vector *kids)
+partitions_list(struct zkread *r, const char *dir, struct String_vector *kids,
+    char **child, size_t *clen)
 {
+	size_t need, max = 0;
+	int i, rc;
+
 	memset(kids, 0, sizeof(*kids));
-	return zoo_get_children(r->zh, dir, 0, kids);
+	if ((rc = zoo_get_children(r->zh, dir, 0, kids)) != ZOK)
+		return rc;
+	for (i = 0; i < kids->count; i++)
+		if (strlen(kids->data[i]) > max)
+			max = strlen(kids->data[i]);
+	need = strlen(dir) + max + ELECTION_NAME_MAX + 3;
+	if (need > *clen) {
+		if ((*child = realloc(*child, need)) == NULL)
+			abort();
+		*clen = need;
+	}
+	return ZOK;
 }
 
 /*
@@ -192,18 +211,14 @@ partitions_read(struct zkread *r, const char *path, struct cluster *c,
 	struct partitions_slot *s;
 	struct cluster_member *m;
 	struct cluster_part *pt;
-	char dir[CONFIG_ZK_PATH_MAX + 16], *child;
-	size_t clen, a, b;
+	char dir[CONFIG_ZK_PATH_MAX + 16], *child = NULL;
+	size_t clen = 0, a, b;
 	int i, rc, status = EXIT_AGENT;
 	int64_t seq;
 
-	clen = strlen(path) + CONFIG_PARTITION_PATH_LEN + ELECTION_NAME_MAX + 32;
-	if ((child = malloc(clen)) == NULL)
-		abort();
-
 	/* The members, then all their data at once. */
 	snprintf(dir, sizeof(dir), "%s/members", path);
-	if ((rc = partitions_list(r, dir, &kids)) != ZOK) {
+	if ((rc = partitions_list(r, dir, &kids, &child, &clen)) != ZOK) {
 		status = partitions_read_failed(r, dir, rc);
 		goto out;
 	}
@@ -254,7 +269,7 @@ partitions_read(struct zkread *r, const char *path, struct cluster *c,
 	 * not yet the first one's. Then the first contender's data.
 	 */
 	snprintf(dir, sizeof(dir), "%s/partitions", path);
-	if ((rc = partitions_list(r, dir, &kids)) != ZOK) {
+	if ((rc = partitions_list(r, dir, &kids, &child, &clen)) != ZOK) {
 		status = partitions_read_failed(r, dir, rc);
 		goto out;
 	}
@@ -417,7 +432,7 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 {
 	const struct cluster_part *pt;
 	const struct cluster_member *m;
-	char **owner, **assigned, epoch[24], age[24], flags[1024];
+	char **name, **owner, **assigned, epoch[24], age[24], flags[1024], *fl;
 	const char *note;
 	int i, n, wname = 9, wowner = 5, wassigned = 8, wid = 2, wnode = 4;
 	bool notes = false;
@@ -428,19 +443,22 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 	    c->balanced ? "balanced" : "not balanced",
 	    c->settled ? "settled" : "not settled");
 
+	/* Names and ids are ZooKeeper's bytes: escaped for a terminal. */
+	name = calloc((size_t)c->nparts + 1, sizeof(*name));
 	owner = calloc((size_t)c->nparts + 1, sizeof(*owner));
 	assigned = calloc((size_t)c->nparts + 1, sizeof(*assigned));
-	if (owner == NULL || assigned == NULL)
+	if (name == NULL || owner == NULL || assigned == NULL)
 		abort();
 	for (i = 0; i < c->nparts; i++) {
 		pt = &c->parts[i];
+		name[i] = members_text(pt->name, (int)strlen(pt->name));
 		owner[i] = pt->owner != NULL ? members_text(pt->owner,
 		    (int)strlen(pt->owner)) : members_text("-", 1);
 		assigned[i] = partitions_member_id(c, pt->assigned_member) !=
 		    NULL ? members_text(c->members[pt->assigned_member].id,
 		    (int)strlen(c->members[pt->assigned_member].id)) :
 		    members_text("-", 1);
-		if ((n = (int)strlen(pt->name)) > wname)
+		if ((n = (int)strlen(name[i])) > wname)
 			wname = n;
 		if ((n = (int)strlen(owner[i])) > wowner)
 			wowner = n;
@@ -464,7 +482,7 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 		}
 		note = partitions_note(pt);
 		fprintf(f, "%-*s  %-*s  %-20s  %-7s  %-*s%s%s\n", wname,
-		    pt->name, wowner, owner[i], epoch, age,
+		    name[i], wowner, owner[i], epoch, age,
 		    note[0] != '\0' ? wassigned : 0, assigned[i],
 		    note[0] != '\0' ? "  " : "", note);
 	}
@@ -489,8 +507,10 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 		else
 			strcpy(runs, "?");
 		partitions_flags(m, flags, sizeof(flags));
+		fl = members_text(flags, (int)strlen(flags));
 		fprintf(f, "%-3d  %-*s  %-*s  %-5s  %-5d  %-5d  %s\n", i, wid, id,
-		    wnode, m->node, runs, m->owns, m->quota, flags);
+		    wnode, m->node, runs, m->owns, m->quota, fl);
+		free(fl);
 		free(id);
 	}
 
@@ -538,7 +558,7 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 				continue;
 			if (n++ < PARTITIONS_SHOW_MAX)
 				fprintf(f, "%s %s: %s -> %s", n > 1 ? "," : "",
-				    pt->name, pt->owner != NULL ? owner[i] :
+				    name[i], pt->owner != NULL ? owner[i] :
 				    "nobody", pt->assigned_member >= 0 ?
 				    assigned[i] : "nobody");
 		}
@@ -555,16 +575,18 @@ partitions_print_text(FILE *f, const char *path, const struct cluster *c,
 			if (!pt->run || pt->owner != NULL)
 				continue;
 			if (n++ < PARTITIONS_SHOW_MAX)
-				fprintf(f, "%s %s", n > 1 ? "," : "", pt->name);
+				fprintf(f, "%s %s", n > 1 ? "," : "", name[i]);
 		}
 		if (n > PARTITIONS_SHOW_MAX)
 			fprintf(f, ", and %d more", n - PARTITIONS_SHOW_MAX);
 		fputc('\n', f);
 	}
 	for (i = 0; i < c->nparts; i++) {
+		free(name[i]);
 		free(owner[i]);
 		free(assigned[i]);
 	}
+	free(name);
 	free(owner);
 	free(assigned);
 }
