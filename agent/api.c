@@ -365,8 +365,8 @@ api_part_json(const struct part *pt, uint64_t now, struct evbuffer *out)
 	evbuffer_add_printf(out, "{\"name\":");
 	api_json_string(out, pt->name);
 	api_role_json(e, role, &r, now, false, out);
-	evbuffer_add_printf(out, ",\"assigned\":%s}", pt->assigned ? "true" :
-	    "false");
+	evbuffer_add_printf(out, ",\"assigned\":%s,\"resigned\":%s}",
+	    pt->assigned ? "true" : "false", pt->avoiding ? "true" : "false");
 }
 
 /* GET /v1/partitions: every partition, owned or not. */
@@ -377,8 +377,9 @@ api_parts_json(const struct agent *agent, uint64_t now, struct evbuffer *out)
 
 	evbuffer_add_printf(out, "{\"id\":");
 	api_json_string(out, agent->conf->election_id);
-	evbuffer_add_printf(out, ",\"members\":%d,\"index\":%" PRIu64
-	    ",\"partitions\":[", agent->fleet.view.count, agent->fleet.view.index);
+	evbuffer_add_printf(out, ",\"members\":%d,\"drained\":%s,\"index\":%"
+	    PRIu64 ",\"partitions\":[", agent->fleet.view.count,
+	    agent->fleet.drained ? "true" : "false", agent->fleet.view.index);
 	for (i = 0; i < agent->fleet.nparts; i++) {
 		if (i > 0)
 			evbuffer_add(out, ",", 1);
@@ -439,8 +440,10 @@ api_parts_status_json(struct agent *agent, uint64_t now,
 	else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ",\"partitions\":{\"count\":%d,\"owned\":%d,"
-	    "\"assigned\":%d,\"members\":%d}}\n", agent->fleet.nparts,
-	    agent->fleet.view.owned, agent->fleet.view.assigned, agent->fleet.view.count);
+	    "\"assigned\":%d,\"members\":%d,\"drained\":%s}}\n",
+	    agent->fleet.nparts, agent->fleet.view.owned,
+	    agent->fleet.view.assigned, agent->fleet.view.count,
+	    agent->fleet.drained ? "true" : "false");
 }
 
 /* ------------------------------------------------------------------ */
@@ -720,9 +723,10 @@ out:
 }
 
 static void
-api_handle_resign(struct api_conn *c, const char *query)
+api_handle_resign(struct api_conn *c, const char *query, struct part *pt)
 {
 	struct agent *agent = c->api->agent;
+	const struct fleet_view *v = &agent->fleet.view;
 	struct evbuffer *body;
 	char *hold = NULL, msg[64];
 	uint64_t hold_ms = 0;
@@ -738,9 +742,10 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, "an observer cannot resign", NULL);
 		return;
 	}
-	if (agent->fleet.partitioned) {
-		api_error(c, API_RESIGN, 400, "resign is per election; with "
-		    "partitions, stop the agent to hand them over", NULL);
+	if (agent->fleet.partitioned && pt == NULL) {
+		api_error(c, API_RESIGN, 400, "with partitions, resign one: "
+		    "POST /v1/partitions/NAME/resign (or drain the agent: "
+		    "POST /v1/drain)", NULL);
 		return;
 	}
 	if (query != NULL)
@@ -757,11 +762,60 @@ api_handle_resign(struct api_conn *c, const char *query)
 		api_error(c, API_RESIGN, 400, msg, NULL);
 		return;
 	}
-	c->api->cb.resign(c->api->cb.arg, &c->api->agent->fleet.parts[0], hold_ms);
+	if (pt == NULL) {
+		c->api->cb.resign(c->api->cb.arg, &agent->fleet.parts[0],
+		    hold_ms);
+		body = evbuffer_new();
+		evbuffer_add_printf(body, "{\"resigned\":true,\"hold_ms\":%"
+		    PRIu64 "}\n", hold_ms);
+		api_respond(c, API_RESIGN, 200, body, "application/json", NULL);
+		evbuffer_free(body);
+		return;
+	}
+	/* A partition moves to another member (doc/design.md, "Moving
+	 * partitions"): one that leads it, and one to move it to. */
+	if (fleet_role(pt, clock_now_ms()) != ELECTION_LEADER) {
+		snprintf(msg, sizeof(msg), "this agent does not lead it");
+		api_error(c, API_RESIGN, 409, msg, NULL);
+		return;
+	}
+	if (v->count - (v->drain_ignored ? 0 : v->drained) < 2) {
+		api_error(c, API_RESIGN, 409, "no other member to take it "
+		    "(every other member is drained, or there is none)", NULL);
+		return;
+	}
+	c->api->cb.resign(c->api->cb.arg, pt, hold_ms);
 	body = evbuffer_new();
-	evbuffer_add_printf(body, "{\"resigned\":true,\"hold_ms\":%" PRIu64 "}\n",
-	    hold_ms);
+	evbuffer_add_printf(body, "{\"resigned\":true,\"partition\":");
+	api_json_string(body, pt->name);
+	evbuffer_add_printf(body, ",\"hold_ms\":%" PRIu64 "}\n", hold_ms);
 	api_respond(c, API_RESIGN, 200, body, "application/json", NULL);
+	evbuffer_free(body);
+}
+
+/* POST /v1/drain, /v1/undrain: hand every partition over, as a member
+ * that owns none; or take a share again. */
+static void
+api_handle_drain(struct api_conn *c, bool drain)
+{
+	struct agent *agent = c->api->agent;
+	struct evbuffer *body;
+
+	if (c->tcp && !agent->conf->api_tcp_resign) {
+		api_error(c, API_DRAIN, 403, "drain is accepted on the Unix "
+		    "socket only (set api.allow_tcp_resign to allow it on TCP)",
+		    NULL);
+		return;
+	}
+	if (!agent->fleet.partitioned) {
+		api_error(c, API_DRAIN, 404, "no partitions configured", NULL);
+		return;
+	}
+	c->api->cb.drain(c->api->cb.arg, drain);
+	body = evbuffer_new();
+	evbuffer_add_printf(body, "{\"drained\":%s}\n", drain ? "true" :
+	    "false");
+	api_respond(c, API_DRAIN, 200, body, "application/json", NULL);
 	evbuffer_free(body);
 }
 
@@ -784,14 +838,15 @@ api_route_partition(struct api_conn *c, const char *target)
 	name++;		/* the '/' */
 	slash = strchr(name, '/');
 	len = slash != NULL ? (size_t)(slash - name) : strlen(name);
-	if (slash != NULL && strcmp(slash, "/leader") != 0) {
+	if (slash != NULL && strcmp(slash, "/leader") != 0 &&
+	    strcmp(slash, "/resign") != 0) {
 		api_error(c, API_PARTITIONS, 404, "no such endpoint", NULL);
 		return -1;
 	}
 	if ((pt = fleet_part_named(&agent->fleet, name, len)) != NULL) {
 		c->wait_part = pt->idx;
-		c->wait_leader = slash != NULL;
-		return 0;
+		c->wait_leader = slash != NULL && strcmp(slash, "/leader") == 0;
+		return slash != NULL && strcmp(slash, "/resign") == 0 ? 1 : 0;
 	}
 	api_error(c, API_PARTITIONS, 404, "no such partition", NULL);
 	return -1;
@@ -813,6 +868,13 @@ api_route(struct api_conn *c, const struct http_request *req)
 		ep = API_HEALTH;
 	else if (strcmp(target, "/v1/resign") == 0)
 		ep = API_RESIGN;
+	else if (strcmp(target, "/v1/drain") == 0 ||
+	    strcmp(target, "/v1/undrain") == 0)
+		ep = API_DRAIN;
+	else if (strncmp(target, "/v1/partitions/", 15) == 0 &&
+	    strlen(target) > 22 && strcmp(target + strlen(target) - 7,
+	    "/resign") == 0)
+		ep = API_RESIGN;
 	else if (strcmp(target, "/metrics") == 0)
 		ep = API_METRICS;
 	else if (strcmp(target, "/v1/partitions") == 0 ||
@@ -822,11 +884,12 @@ api_route(struct api_conn *c, const struct http_request *req)
 		api_error(c, API_OTHER, 404, "no such endpoint", NULL);
 		return;
 	}
-	if (ep == API_RESIGN && strcmp(req->method, "POST") != 0) {
+	if ((ep == API_RESIGN || ep == API_DRAIN) &&
+	    strcmp(req->method, "POST") != 0) {
 		api_error(c, ep, 405, "use POST", "Allow: POST\r\n");
 		return;
 	}
-	if (ep != API_RESIGN && !get) {
+	if (ep != API_RESIGN && ep != API_DRAIN && !get) {
 		api_error(c, ep, 405, "use GET", "Allow: GET, HEAD\r\n");
 		return;
 	}
@@ -838,8 +901,14 @@ api_route(struct api_conn *c, const struct http_request *req)
 		api_handle_status(c, ep, req->query);
 		break;
 	case API_PARTITIONS:
-		if (api_route_partition(c, target) == 0)
+		switch (api_route_partition(c, target)) {
+		case 0:
 			api_handle_status(c, ep, req->query);
+			break;
+		case 1:
+			api_error(c, ep, 405, "use POST", "Allow: POST\r\n");
+			break;
+		}
 		break;
 	case API_HEALTH:
 		body = evbuffer_new();
@@ -848,7 +917,20 @@ api_route(struct api_conn *c, const struct http_request *req)
 		evbuffer_free(body);
 		break;
 	case API_RESIGN:
-		api_handle_resign(c, req->query);
+		if (strcmp(target, "/v1/resign") == 0)
+			api_handle_resign(c, req->query, NULL);
+		else {
+			int rc = api_route_partition(c, target);
+
+			if (rc == 1)
+				api_handle_resign(c, req->query,
+				    &c->api->agent->fleet.parts[c->wait_part]);
+			else if (rc == 0)
+				api_error(c, ep, 404, "no such endpoint", NULL);
+		}
+		break;
+	case API_DRAIN:
+		api_handle_drain(c, strcmp(target, "/v1/drain") == 0);
 		break;
 	case API_METRICS:
 		body = evbuffer_new();

@@ -12,13 +12,14 @@ struct part;
 
 enum api_endpoint {
 	API_STATUS, API_LEADER, API_HEALTH, API_RESIGN, API_METRICS,
-	API_PARTITIONS, API_OTHER,
+	API_PARTITIONS, API_DRAIN, API_OTHER,
 	API_ENDPOINT_MAX
 };
 
 /* Response codes counted per endpoint; the last slot counts the rest. */
-#define API_CODES	{ 200, 400, 403, 404, 405, 408, 413, 431, 501, 503, 0 }
-#define API_CODE_MAX	11
+#define API_CODES	{ 200, 400, 403, 404, 405, 408, 409, 413, 431, 501, 503, \
+			  0 }
+#define API_CODE_MAX	12
 
 /* Why accept(2) failed, for the log and the metrics. */
 enum api_accept_cause {
@@ -44,6 +45,8 @@ struct api_stats {
 struct api_cb {
 	/* POST /v1/resign: hand part pt's term over, stay out for hold_ms. */
 	void	(*resign)(void *arg, struct part *pt, uint64_t hold_ms);
+	/* POST /v1/drain, /v1/undrain: partitions only. */
+	void	(*drain)(void *arg, bool drain);
 	void	*arg;
 };
 

@@ -2173,6 +2173,11 @@ election_parked_step(struct election *e, struct election_actions *out)
 		return;
 	if (e->phase == PHASE_LEADING && e->role == ELECTION_LEADER &&
 	    e->succ[0] != '\0' && e->succ_datalen >= 0) {
+		/* With on_follower hooks, one at a time: they run one at a
+		 * time, and a partition stays owned until its turn (fleet.c
+		 * wakes the next when one is done). */
+		if (e->releasing != NULL && *e->releasing > 0)
+			return;
 		election_release(e, REASON_REASSIGNED, out);
 		return;
 	}

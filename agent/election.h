@@ -397,6 +397,10 @@ struct election {
 					   only our own answers count): a renewal
 					   is stalled only when nothing is */
 	int		 ev_queued;	/* the event being applied: its queued */
+	const int	*releasing;	/* partitions: how many of the fleet's
+					   elections wait for their app to hear
+					   of a release; a parked leader lets go
+					   only when none does (NULL: at once) */
 	const uint64_t	*session_lease;	/* partitions: until when the session
 					   is known to live, from its renewals
 					   (fleet.c): a named successor leads

@@ -35,6 +35,9 @@ static void	fleet_feed(struct fleet *, struct part *,
 		    const struct election_event *, struct fleet_actions *);
 static void	fleet_assign(struct fleet *, struct fleet_actions *);
 static void	fleet_check_stop(struct fleet *, struct fleet_actions *);
+static void	fleet_avoid_check(struct fleet *, struct part *);
+static void	fleet_member_set(struct fleet *, struct fleet_actions *);
+static void	fleet_member_data_build(struct fleet *);
 
 static struct fleet_action *
 fleet_push(struct fleet_actions *out, enum fleet_action_type type, int part)
@@ -173,6 +176,7 @@ fleet_count(struct fleet *f, struct part *pt)
 	const struct election *e = &pt->e;
 	bool leading = e->phase == PHASE_LEADING;
 	bool queued = e->node[0] != '\0';
+	bool releasing = e->phase == PHASE_RELEASING;
 	bool owned = e->role == ELECTION_LEADER;
 	bool was_unsettled = pt->owned != pt->assigned;
 
@@ -180,8 +184,15 @@ fleet_count(struct fleet *f, struct part *pt)
 		f->nleading += leading ? 1 : -1;
 	if (queued != pt->queued)
 		f->nqueued += queued ? 1 : -1;
+	if (releasing != pt->releasing) {
+		f->nreleasing += releasing ? 1 : -1;
+		f->release_gate = f->serial_releases ? f->nreleasing : 0;
+		if (f->nreleasing == 0)
+			f->release_wake = true;
+	}
 	pt->leading = leading;
 	pt->queued = queued;
+	pt->releasing = releasing;
 	if (!f->partitioned)
 		return;
 	if (owned != pt->owned) {
@@ -260,6 +271,7 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 	if (stopped != (before.phase == PHASE_STOPPED))
 		f->nstopped += stopped ? 1 : -1;
 	fleet_count(f, pt);
+	fleet_avoid_check(f, pt);
 	fleet_schedule(f, pt);
 	/* A partition's leader is an input of the assignment: assign again
 	 * once the events at hand are applied (fleet_flush). */
@@ -435,6 +447,24 @@ fleet_assign_same(struct fleet *f, const struct assign_member *am, int k,
 	return rc;
 }
 
+/* Does member m avoid partition name (a resign's hold)? */
+static bool
+fleet_avoids(const struct fleet_member *m, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = m->avoid; p != NULL && *p != '\0'; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		if (strchr(p, ',') == NULL)
+			break;
+	}
+	return false;
+}
+
 /*
  * The members do not all run the same partitions (the middle of a rolling
  * change of partitions.count): every agent assigns the union, each
@@ -481,12 +511,19 @@ fleet_assign_union(struct fleet *f, const struct assign_member *am,
 	if (eligible == NULL || owner == NULL || cur == NULL)
 		abort();
 	for (i = 0; i < nu; i++) {
+		bool *el = &eligible[(size_t)i * (size_t)k], any = false;
+
 		everywhere = true;
 		for (j = 0; j < k; j++) {
-			eligible[(size_t)i * (size_t)k + (size_t)j] =
-			    fleet_spec_has(sets[j], nsets[j], u[i]);
-			everywhere &= eligible[(size_t)i * (size_t)k + (size_t)j];
+			el[j] = fleet_spec_has(sets[j], nsets[j], u[i]);
+			everywhere &= el[j];
 		}
+		/* A resign's hold: not to the member that avoids it, unless
+		 * every member that runs it does (it keeps an owner). */
+		for (j = 0; j < k; j++)
+			any |= el[j] && !fleet_avoids(mem[j], u[i]);
+		for (j = 0; j < k && any; j++)
+			el[j] = el[j] && !fleet_avoids(mem[j], u[i]);
 		cur[i] = -1;
 		if (everywhere && (pt = fleet_part_named(f, u[i],
 		    strlen(u[i]))) != NULL)
@@ -532,23 +569,39 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	struct fleet_view *v = &f->view;
 	const struct fleet_member **mem;
 	struct assign_member *am;
-	int i, k = 0, self = -1, assigned = 0, before, was, rc = 0;
-	bool changed = false, *mine;
+	int i, k = 0, self = -1, assigned = 0, before, was, rc = 0, known = 0,
+	    drained = 0;
+	bool changed = false, *mine, avoid = false, ignore_drain;
 
 	f->assign_owed = false;
 	f->assigned_at = f->now;
 	if (f->stopping)
 		return;
+	/* A drained member counts for nothing, unless every member is
+	 * drained: then the drain is ignored, so that partitions keep
+	 * owners. */
+	for (i = 0; i < f->nmembers; i++) {
+		known += f->members[i].known;
+		drained += f->members[i].known && f->members[i].drained;
+	}
+	ignore_drain = (drained > 0 && drained == known) || f->drain_counted;
+	if (ignore_drain != v->drain_ignored && ignore_drain)
+		log_warnx("partitions: every member is drained; the drain is "
+		    "ignored until one is not, so that partitions keep owners");
+	v->drain_ignored = ignore_drain;
+	v->drained = drained;
 	am = calloc((size_t)f->nmembers + 1, sizeof(*am));
 	mem = calloc((size_t)f->nmembers + 1, sizeof(*mem));
 	mine = calloc((size_t)f->nparts, sizeof(*mine));
 	if (am == NULL || mem == NULL || mine == NULL)
 		abort();
 	for (i = 0; i < f->nmembers; i++) {
-		if (!f->members[i].known)
+		if (!f->members[i].known ||
+		    (f->members[i].drained && !ignore_drain))
 			continue;
 		if (strcmp(f->members[i].name, f->member_node) == 0)
 			self = k;
+		avoid |= f->members[i].avoid != NULL && !f->avoid_ignored;
 		am[k].id = f->members[i].id;
 		am[k].seq = f->members[i].seq;
 		mem[k++] = &f->members[i];
@@ -556,7 +609,8 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	before = v->count;
 	was = v->assigned;
 	if (k > 0)
-		rc = v->disagree == 0 ? fleet_assign_same(f, am, k, self, mine) :
+		rc = v->disagree == 0 && !avoid ?
+		    fleet_assign_same(f, am, k, self, mine) :
 		    fleet_assign_union(f, am, mem, k, self, mine);
 	if (rc == -1) {
 		k = 0;
@@ -570,12 +624,17 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 			fleet_assign_part(f, &f->parts[i], mine[i], out);
 		}
 	}
+	/* Members: every live one, drained ones too (the quotas count
+	 * only the others). */
+	if (k > 0 && !ignore_drain)
+		k += drained;
 	v->count = k;
 	v->assigned = assigned;
 	if (k != before || changed) {
 		log_info("partitions: %d members (%d before)%s; %d of %d "
-		    "assigned to us (%d before)", k, before, self < 0 ?
-		    ", not one of them yet" : "", assigned, f->nparts, was);
+		    "assigned to us (%d before)", k, before, self >= 0 ? "" :
+		    f->drained ? ", not counting us: drained" :
+		    ", not one of them yet", assigned, f->nparts, was);
 		v->index++;
 		if (v->rebalance_started == 0)
 			v->rebalance_started = f->now;
@@ -630,7 +689,49 @@ static void
 fleet_member_create(struct fleet *f, struct fleet_actions *out)
 {
 	f->member_creating = true;
+	f->member_set_owed = false;	/* the create writes what we have */
 	fleet_push(out, FACT_MEMBER_CREATE, -1)->gen = f->member_gen;
+}
+
+/* Frees what a member's data said. */
+static void
+fleet_member_forget(struct fleet_member *m)
+{
+	free(m->parts);
+	free(m->avoid);
+	m->parts = NULL;
+	m->avoid = NULL;
+	m->drained = false;
+}
+
+/* A member's fields (fleet.h), from the NUL after its id to the end. */
+static void
+fleet_member_fields(struct fleet_member *m, const char *p, size_t len)
+{
+	const char *end = p + len, *f, *nul;
+	char **into;
+	size_t n;
+
+	fleet_member_forget(m);
+	for (f = p; f < end; f = nul + 1) {
+		if (*f == '\0')
+			f++;
+		if (f >= end)
+			break;
+		if ((nul = memchr(f, '\0', (size_t)(end - f))) == NULL)
+			nul = end;
+		n = (size_t)(nul - f);
+		into = NULL;
+		if (n >= 6 && memcmp(f, "parts=", 6) == 0)
+			into = &m->parts;
+		else if (n >= 6 && memcmp(f, "avoid=", 6) == 0)
+			into = &m->avoid;
+		else if (n == 9 && memcmp(f, "drained=1", 9) == 0)
+			m->drained = true;
+		if (into != NULL && *into == NULL &&
+		    (*into = strndup(f + 6, n - 6)) == NULL)
+			abort();
+	}
 }
 
 /* Lists the members, leaving a watch for the next change. */
@@ -679,7 +780,12 @@ fleet_members_session(struct fleet *f, const struct election_event *ev,
 		f->member_node[0] = '\0';
 		f->member_creating = false;
 		fleet_member_create(f, out);
+		/* The watches on the members' data went with the old
+		 * session: read each again, setting them again. */
+		for (i = 0; i < f->nmembers; i++)
+			f->members[i].known = false;
 	}
+	fleet_member_set(f, out);	/* a write the connection lost */
 	fleet_members_list(f, out);
 }
 
@@ -813,17 +919,17 @@ fleet_members_apply_list(struct fleet *f, const struct election_event *ev,
 	/* What a member that left knew goes with it. */
 	for (i = 0; i < f->nmembers; i++) {
 		for (j = 0; j < n; j++)
-			if (nm[j].parts == f->members[i].parts)
+			if (strcmp(nm[j].name, f->members[i].name) == 0)
 				break;
 		if (j == n)
-			free(f->members[i].parts);
+			fleet_member_forget(&f->members[i]);
 	}
 	free(f->members);
 	f->members = nm;
 	f->nmembers = n;
 	f->member_reads = 0;
 	for (i = 0; i < n; i++) {
-		if (nm[i].known)
+		if (nm[i].known && !nm[i].stale)
 			continue;
 		mb = &nm[i];
 		{
@@ -847,8 +953,25 @@ fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
 	struct fleet_member *mb;
 	size_t idlen;
 
-	if (ev->gen != f->member_gen)
+	if (ev->gen != f->member_gen) {
+		/* A read a newer listing overtook (a data watch's): it counts
+		 * for no listing, but ZooKeeper answers in order, so what it
+		 * read of a member already listed is the latest. */
+		if (ev->rc != ZOK && ev->rc != ZNONODE && ev->name != NULL &&
+		    (mb = fleet_member_find(f, ev->name)) != NULL)
+			mb->stale = true;
+		if (ev->rc == ZOK && ev->name != NULL && ev->datalen > 0 &&
+		    (mb = fleet_member_find(f, ev->name)) != NULL && mb->known &&
+		    (idlen = strnlen(ev->data, (size_t)ev->datalen)) ==
+		    strlen(mb->id) && memcmp(ev->data, mb->id, idlen) == 0) {
+			fleet_member_fields(mb, ev->data + idlen,
+			    (size_t)ev->datalen - idlen);
+			mb->stale = false;
+			if (f->member_reads <= 0 && f->member_node[0] != '\0')
+				fleet_assign(f, out);
+		}
 		return;
+	}
 	if (ev->name != NULL && (mb = fleet_member_find(f, ev->name)) != NULL) {
 		if (ev->rc == ZOK && ev->datalen > 0 &&
 		    (idlen = strnlen(ev->data, (size_t)ev->datalen)) > 0 &&
@@ -857,24 +980,23 @@ fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
 			 * "parts=" with the partitions it runs. */
 			memcpy(mb->id, ev->data, idlen);
 			mb->id[idlen] = '\0';
-			free(mb->parts);
-			mb->parts = NULL;
-			if ((size_t)ev->datalen > idlen + 7 &&
-			    memcmp(ev->data + idlen + 1, "parts=", 6) == 0 &&
-			    (mb->parts = strndup(ev->data + idlen + 7,
-			    (size_t)ev->datalen - idlen - 7)) == NULL)
-				abort();
+			fleet_member_fields(mb, ev->data + idlen,
+			    (size_t)ev->datalen - idlen);
 			mb->owner = ev->owner;
 			mb->known = true;
+			mb->stale = false;
 			/* Our create's answer was lost (rule 6's case): a
 			 * node of our session is ours. */
 			if (f->member_node[0] == '\0' && !f->member_creating &&
 			    ev->owner == f->session_id && ev->owner != 0)
 				snprintf(f->member_node, sizeof(f->member_node),
 				    "%s", mb->name);
-		} else if (ev->rc == ZNONODE) {
+		} else if (ev->rc != ZNONODE) {
+			/* Unknown; what we know of it stands meanwhile. */
+			mb->stale = true;
+		} else {
 			/* Gone already: the watch lists again. */
-			free(mb->parts);
+			fleet_member_forget(mb);
 			*mb = f->members[f->nmembers - 1];
 			f->nmembers--;
 			qsort(f->members, (size_t)f->nmembers,
@@ -899,11 +1021,159 @@ fleet_members_apply_created(struct fleet *f, const struct election_event *ev,
 		    slash != NULL ? slash + 1 : ev->name);
 		log_info("partitions: joined as member %s/%s", f->members_path,
 		    f->member_node);
+		fleet_member_set(f, out);	/* changed while it was made */
 		fleet_assign(f, out);
 	} else if (ev->rc != ZOK && ev->rc != ZCONNECTIONLOSS &&
 	    ev->rc != ZOPERATIONTIMEOUT && ev->rc != ZCLOSING)
 		log_warnx("partitions: cannot create the member node under %s: "
 		    "%s", f->members_path, zerror(ev->rc));
+}
+
+/* --- Drain and resign (doc/design.md, "Moving partitions") --- */
+
+/* Writes our member data, if it changed and our node is there to take
+ * it; else it is written when it is (the create carries it). */
+static void
+fleet_member_set(struct fleet *f, struct fleet_actions *out)
+{
+	struct fleet_action *a;
+
+	if (!f->member_set_owed || f->member_node[0] == '\0' ||
+	    f->member_creating || f->session != SESSION_CONNECTED ||
+	    f->stopping)
+		return;
+	f->member_set_owed = false;
+	a = fleet_push(out, FACT_MEMBER_SET, -1);
+	snprintf(a->name, sizeof(a->name), "%s", f->member_node);
+	a->gen = f->member_gen;
+}
+
+static void
+fleet_member_set_answered(struct fleet *f, const struct election_event *ev)
+{
+	if (ev->rc == ZOK || ev->rc == ZNONODE)
+		return;		/* written, or the listing makes it again */
+	f->member_set_owed = true;	/* on the next connection */
+	if (ev->rc != ZCONNECTIONLOSS && ev->rc != ZOPERATIONTIMEOUT &&
+	    ev->rc != ZCLOSING && ev->rc != ZSESSIONEXPIRED)
+		log_warnx("partitions: cannot write our member node %s/%s: %s",
+		    f->members_path, f->member_node, zerror(ev->rc));
+}
+
+/* Our drain or a resign changed our data: write it, and assign from our
+ * own view at once (the others assign when their watch on our data
+ * fires and they read it). */
+static void
+fleet_data_changed(struct fleet *f, struct fleet_actions *out)
+{
+	struct fleet_member *self;
+	size_t idlen = strlen(f->id);
+
+	fleet_member_data_build(f);
+	if (f->member_node[0] != '\0' &&
+	    (self = fleet_member_find(f, f->member_node)) != NULL &&
+	    self->known)
+		fleet_member_fields(self, f->member_data + idlen,
+		    (size_t)f->member_datalen - idlen);
+	f->member_set_owed = true;
+	fleet_member_set(f, out);
+	f->view.index++;
+	fleet_push(out, FACT_CHANGED, -1);
+	if (f->member_reads == 0 && f->member_node[0] != '\0')
+		fleet_assign(f, out);
+}
+
+static void
+fleet_drain(struct fleet *f, bool drained, struct fleet_actions *out)
+{
+	if (!f->partitioned || f->drained == drained || f->stopping)
+		return;
+	f->drained = drained;
+	if (drained)
+		log_info("partitions: drained: handing every partition over, "
+		    "as a member that owns none");
+	else
+		log_info("partitions: undrained: taking a share again");
+	fleet_data_changed(f, out);
+}
+
+static void
+fleet_part_resign(struct fleet *f, struct part *pt, uint64_t hold_ms,
+    struct fleet_actions *out)
+{
+	if (!f->partitioned || f->stopping)
+		return;
+	log_info("partition %s: resigned: it moves to another member, and "
+	    "this one takes it again no sooner than %" PRIu64 " ms after",
+	    pt->name, hold_ms);
+	pt->avoiding = true;
+	pt->avoid_hold_ms = hold_ms;
+	pt->avoid_until = 0;
+	fleet_data_changed(f, out);
+}
+
+/* After pt's step: a partition we resigned has moved once another
+ * leads it; its hold starts then. */
+static void
+fleet_avoid_check(struct fleet *f, struct part *pt)
+{
+	const char *leader;
+
+	if (!pt->avoiding || pt->avoid_until != 0 || pt->owned ||
+	    pt->e.phase == PHASE_LEADING || pt->e.phase == PHASE_RELEASING ||
+	    pt->e.phase == PHASE_DELETING ||
+	    (leader = fleet_part_leader(pt)) == NULL || leader[0] == '\0' ||
+	    strcmp(leader, f->id) == 0)
+		return;
+	pt->avoid_until = f->now + (pt->avoid_hold_ms > 0 ?
+	    pt->avoid_hold_ms : 1);
+	if (f->avoid_next == 0 || pt->avoid_until < f->avoid_next)
+		f->avoid_next = pt->avoid_until;
+}
+
+/* Holds that ended: take those partitions again if assigned. */
+static void
+fleet_avoid_tick(struct fleet *f, struct fleet_actions *out)
+{
+	bool changed = false;
+	int i;
+
+	if (f->avoid_next == 0 || f->now < f->avoid_next)
+		return;
+	f->avoid_next = 0;
+	for (i = 0; i < f->nparts; i++) {
+		struct part *pt = &f->parts[i];
+
+		if (!pt->avoiding || pt->avoid_until == 0)
+			continue;
+		if (pt->avoid_until <= f->now) {
+			pt->avoiding = false;
+			pt->avoid_until = 0;
+			changed = true;
+			log_info("partition %s: the resign's hold is over",
+			    pt->name);
+		} else if (f->avoid_next == 0 || pt->avoid_until < f->avoid_next)
+			f->avoid_next = pt->avoid_until;
+	}
+	if (changed)
+		fleet_data_changed(f, out);
+}
+
+/* A member's data watch fired: read it again (and set the watch again). */
+static void
+fleet_member_data_changed(struct fleet *f, const struct election_event *ev,
+    struct fleet_actions *out)
+{
+	struct fleet_member *mb;
+	struct fleet_action *a;
+
+	if (!f->partitioned || f->session != SESSION_CONNECTED ||
+	    ev->name == NULL || (mb = fleet_member_find(f, ev->name)) == NULL)
+		return;
+	a = fleet_push(out, FACT_MEMBER_READ, -1);
+	snprintf(a->name, sizeof(a->name), "%s", mb->name);
+	a->gen = f->member_gen;
+	f->member_reads++;
 }
 
 /* --- The session's renewal (doc/design.md, "Partitions") --- */
@@ -1115,6 +1385,7 @@ fleet_on_tick(struct fleet *f, const struct election_event *tick,
 		}
 	}
 	if (f->partitioned) {
+		fleet_avoid_tick(f, out);
 		fleet_flush(f, f->now, out);	/* an assignment now due */
 		fleet_srenew_tick(f, out);
 		if (f->stopping && !f->stopped && f->now >= f->stop_by) {
@@ -1124,6 +1395,64 @@ fleet_on_tick(struct fleet *f, const struct election_event *tick,
 		}
 	}
 	fleet_new_session_owed(f, out);	/* an auth failure's retry */
+}
+
+/*
+ * A release's app has heard of it (no partition waits in PHASE_RELEASING,
+ * with serial_releases): the next parked leader whose successor is known
+ * lets go (election_parked_step). One scan per release, on its end.
+ */
+static void
+fleet_release_next(struct fleet *f, struct fleet_actions *out)
+{
+	struct election_event ev;
+	struct part *pt;
+	int i;
+
+	if (!f->release_wake || !f->partitioned)
+		return;
+	f->release_wake = false;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = EV_TICK;
+	ev.now = f->now;
+	for (i = 0; i < f->nparts && f->release_gate == 0; i++) {
+		pt = &f->parts[i];
+		if (pt->e.parked && pt->e.phase == PHASE_LEADING &&
+		    pt->e.succ[0] != '\0' && pt->e.succ_datalen >= 0) {
+			ev.gen = pt->e.gen;
+			fleet_feed(f, pt, &ev, out);
+		}
+	}
+	f->release_wake = false;	/* set again by that release's start */
+}
+
+void
+fleet_serial_releases(struct fleet *f, bool on)
+{
+	f->serial_releases = on;
+	f->release_gate = on ? f->nreleasing : 0;
+	if (f->release_gate == 0)
+		f->release_wake = true;	/* at the next step */
+}
+
+/* Is an event of this type ZooKeeper's (an answer or a watch)? */
+static bool
+fleet_event_answers(enum fleet_event_type t)
+{
+	switch (t) {
+	case FEV_ELECTION:
+	case FEV_MEMBER_CREATED:
+	case FEV_MEMBERS:
+	case FEV_MEMBER_DATA:
+	case FEV_MEMBERS_CHANGED:
+	case FEV_MEMBER_DELETED:
+	case FEV_SESSION_RENEWED:
+	case FEV_MEMBER_DATA_CHANGED:
+	case FEV_MEMBER_SET:
+		return true;
+	default:
+		return false;
+	}
 }
 
 void
@@ -1136,7 +1465,7 @@ fleet_step(struct fleet *f, const struct fleet_event *fev,
 	f->now = ev.now;
 	/* ZooKeeper answered (a reply, not a failure of our own client, or
 	 * a watch): the server is there, however busy. */
-	if ((fev->type == FEV_ELECTION || fev->type >= FEV_MEMBER_CREATED) &&
+	if (fleet_event_answers(fev->type) &&
 	    ev.rc != ZCONNECTIONLOSS && ev.rc != ZCLOSING &&
 	    ev.rc != ZOPERATIONTIMEOUT && ev.rc != ZSESSIONEXPIRED)
 		f->last_answer = ev.now;
@@ -1212,7 +1541,22 @@ fleet_step(struct fleet *f, const struct fleet_event *fev,
 	case FEV_SESSION_RENEWED:
 		fleet_srenew_answered(f, &ev, out);
 		break;
+	case FEV_MEMBER_DATA_CHANGED:
+		fleet_member_data_changed(f, &ev, out);
+		break;
+	case FEV_MEMBER_SET:
+		fleet_member_set_answered(f, &ev);
+		break;
+	case FEV_DRAIN:
+		fleet_drain(f, ev.assigned, out);
+		break;
+	case FEV_PART_RESIGN:
+		if (fev->part >= 0 && fev->part < f->nparts)
+			fleet_part_resign(f, &f->parts[fev->part], ev.hold_ms,
+			    out);
+		break;
 	}
+	fleet_release_next(f, out);
 }
 
 uint64_t
@@ -1228,6 +1572,9 @@ fleet_next_tick(const struct fleet *f)
 	if (f->partitioned && (x = fleet_assign_due(f)) != 0 &&
 	    (t == 0 || x < t))
 		t = x;
+	if (f->partitioned && f->avoid_next != 0 &&
+	    (t == 0 || f->avoid_next < t))
+		t = f->avoid_next;
 	return t;
 }
 
@@ -1299,13 +1646,49 @@ fleet_part_of_path(struct fleet *f, const char *path)
 	    (size_t)(slash - name) : strlen(name));
 }
 
+/* Our member node's data: the base, "drained=1" while drained, and
+ * "avoid=" with the partitions we resigned while we avoid them. */
+static void
+fleet_member_data_build(struct fleet *f)
+{
+	size_t len = (size_t)f->member_baselen + 32, off, nl;
+	int i, n = 0;
+
+	for (i = 0; i < f->nparts; i++)
+		if (f->parts[i].avoiding)
+			len += strlen(f->parts[i].name) + 1;
+	free(f->member_data);
+	if ((f->member_data = malloc(len)) == NULL)
+		abort();
+	memcpy(f->member_data, f->member_base, (size_t)f->member_baselen);
+	off = (size_t)f->member_baselen;
+	if (f->drained) {
+		memcpy(f->member_data + off, "\0drained=1", 10);
+		off += 10;
+	}
+	for (i = 0; i < f->nparts; i++) {
+		if (!f->parts[i].avoiding)
+			continue;
+		if (n++ == 0) {
+			memcpy(f->member_data + off, "\0avoid=", 7);
+			off += 7;
+		} else
+			f->member_data[off++] = ',';
+		nl = strlen(f->parts[i].name);
+		memcpy(f->member_data + off, f->parts[i].name, nl);
+		off += nl;
+	}
+	f->member_datalen = (int)off;
+}
+
 /*
- * Our member node's data: the id, a NUL, and "parts=" with the partitions
- * we run, "count:N" when they are the names 0..N-1, else "names:" and
- * the names separated by commas (a name has none: config.c).
+ * Our member node's data, the part that never changes: the id, a NUL, and
+ * "parts=" with the partitions we run, "count:N" when they are the names
+ * 0..N-1, else "names:" and the names separated by commas (a name has
+ * none: config.c). fleet_member_data_build adds the rest.
  */
 static void
-fleet_member_data(struct fleet *f, const struct config *conf)
+fleet_member_base(struct fleet *f, const struct config *conf)
 {
 	size_t len, idlen = strlen(conf->election_id), i;
 	bool counted = true;
@@ -1318,10 +1701,10 @@ fleet_member_data(struct fleet *f, const struct config *conf)
 	len = idlen + 1 + strlen("parts=names:") + 16;
 	for (i = 0; !counted && i < (size_t)conf->npartitions; i++)
 		len += strlen(conf->partitions[i]) + 1;
-	if ((f->member_data = malloc(len)) == NULL)
+	if ((f->member_base = malloc(len)) == NULL)
 		abort();
-	memcpy(f->member_data, conf->election_id, idlen + 1);
-	p = f->member_data + idlen + 1;
+	memcpy(f->member_base, conf->election_id, idlen + 1);
+	p = f->member_base + idlen + 1;
 	f->parts_spec = p + strlen("parts=");
 	if (counted)
 		p += sprintf(p, "parts=count:%d", conf->npartitions);
@@ -1331,7 +1714,8 @@ fleet_member_data(struct fleet *f, const struct config *conf)
 			p += sprintf(p, "%s%s", i > 0 ? "," : "",
 			    conf->partitions[i]);
 	}
-	f->member_datalen = (int)(p - f->member_data);
+	f->member_baselen = (int)(p - f->member_base);
+	fleet_member_data_build(f);
 }
 
 void
@@ -1353,7 +1737,8 @@ fleet_init(struct fleet *f, const struct config *conf,
 	    (f->heap = calloc((size_t)f->nparts, sizeof(*f->heap))) == NULL)
 		abort();
 	if (f->partitioned)
-		fleet_member_data(f, conf);
+		fleet_member_base(f, conf);
+	f->serial_releases = conf->notify_on_follower != NULL;
 	for (i = 0; i < f->nparts; i++) {
 		pt = &f->parts[i];
 		pt->idx = i;
@@ -1379,6 +1764,7 @@ fleet_init(struct fleet *f, const struct config *conf,
 			 * named in a handover leads at once. */
 			pt->e.session_ring = &f->ring;
 			pt->e.session_lease = &f->session_lease;
+			pt->e.releasing = &f->release_gate;
 		}
 	}
 }
@@ -1396,9 +1782,10 @@ fleet_free(struct fleet *f)
 	free(f->parts);
 	free(f->heap);
 	for (i = 0; i < f->nmembers; i++)
-		free(f->members[i].parts);
+		fleet_member_forget(&f->members[i]);
 	free(f->members);
 	free(f->member_data);
+	free(f->member_base);
 	free(f->members_path);
 	free(f->parts_path);
 	memset(f, 0, sizeof(*f));

@@ -38,17 +38,26 @@ struct part {
 	bool		 owned;		/* leading, as last counted */
 	bool		 leading;	/* e.phase == PHASE_LEADING, as counted */
 	bool		 queued;	/* holds a node in its queue, as counted */
+	bool		 releasing;	/* e.phase == PHASE_RELEASING, as counted */
 	char		 leader[ELECTION_ID_MAX]; /* the last leader seen
 					 * ("": none yet) */
 	uint64_t	 due;		/* election_next_tick, as scheduled */
 	int		 heap;		/* its place in fleet->heap, -1: none */
+	/* resigned (FEV_PART_RESIGN): no member node of ours may own it
+	 * until it has moved and avoid_hold_ms more have passed */
+	bool		 avoiding;
+	uint64_t	 avoid_hold_ms;
+	uint64_t	 avoid_until;	/* 0: not moved yet */
 };
 
 /*
- * A member node: "m-" and ten digits. Its data is the agent's id, a NUL,
- * and "parts=" with the partitions the agent runs: "count:N" (the names
- * 0..N-1) or "names:" and the names, separated by commas. (An agent
- * before this wrote its id alone; its partitions are taken to be ours.)
+ * A member node: "m-" and ten digits. Its data is the agent's id, then
+ * fields, each after a NUL: "parts=" with the partitions the agent runs,
+ * "count:N" (the names 0..N-1) or "names:" and the names separated by
+ * commas; "drained=1" while it is drained; "avoid=" and the partitions it
+ * resigned, separated by commas, while it avoids them. Unknown fields are
+ * ignored. (An agent before issue 30 wrote its id alone; its partitions
+ * are taken to be ours.)
  */
 struct fleet_member {
 	char		 name[FLEET_MEMBER_NAME_MAX];
@@ -56,7 +65,11 @@ struct fleet_member {
 	char		 id[ELECTION_ID_MAX];
 	int64_t		 owner;		/* its session */
 	bool		 known;		/* id read */
+	bool		 stale;		/* a read of its data failed: the next
+					   listing reads it again */
 	char		*parts;		/* its "parts=" value; NULL: ours */
+	bool		 drained;	/* "drained=1" */
+	char		*avoid;		/* its "avoid=" value; NULL: none */
 };
 
 /* What the API and the metrics show of the members and partitions. */
@@ -73,6 +86,8 @@ struct fleet_view {
 	int		 disagree;	/* members whose partitions differ from
 					   ours (0: every member runs ours) */
 	char		 disagreement[512]; /* who has which, for the status */
+	int		 drained;	/* members drained (not counted) */
+	bool		 drain_ignored;	/* every member is: counted anyway */
 };
 
 enum fleet_event_type {
@@ -89,6 +104,10 @@ enum fleet_event_type {
 	FEV_MEMBERS_CHANGED,	/* the listing's watch fired */
 	FEV_MEMBER_DELETED,	/* rc: our member node's delete (a stop) */
 	FEV_SESSION_RENEWED,	/* rc, owner, sent: the session's renewal */
+	FEV_MEMBER_DATA_CHANGED, /* name: a member node's data watch fired */
+	FEV_MEMBER_SET,		/* rc: our member node's data written */
+	FEV_DRAIN,		/* ev.assigned: drained (true) or not */
+	FEV_PART_RESIGN,	/* part, ev.hold_ms: move it off this agent */
 };
 
 struct fleet_event {
@@ -104,6 +123,7 @@ enum fleet_action_type {
 	FACT_MEMBER_READ,	/* name: a member's id */
 	FACT_MEMBER_DELETE,	/* name: our member node, on a stop */
 	FACT_SESSION_RENEW,	/* name: sync, exists of our member node */
+	FACT_MEMBER_SET,	/* name: write member_data to our node */
 	FACT_KICK,		/* a.name: why ("observer", ... or "") */
 	FACT_NEW_SESSION,	/* close the handle, open a new one */
 	FACT_EXIT,		/* linger_ms, then leave the loop */
@@ -137,15 +157,23 @@ struct fleet {
 	int		 nparts;
 	struct part	*parts;
 	char		*members_path;	/* election.path "/members" */
-	char		*member_data;	/* our member node's data (id NUL parts=) */
+	char		*member_data;	/* our member node's data (id NUL parts=
+					   ..., fleet.h above) */
 	int		 member_datalen;
-	const char	*parts_spec;	/* ours, in member_data: "count:N", ... */
+	char		*member_base;	/* its id and parts, always the same */
+	int		 member_baselen;
+	const char	*parts_spec;	/* ours, in member_base: "count:N", ... */
+	bool		 drained;	/* FEV_DRAIN: we own no partition */
+	bool		 member_set_owed; /* our data changed, not written yet */
+	uint64_t	 avoid_next;	/* the next avoid_until to come, 0: none */
 	char		*parts_path;	/* election.path "/partitions" */
 	const char	*id;		/* election.id */
 	fleet_stepped_fn stepped;
 	void		*stepped_arg;
 	bool		 assign_unsticky; /* tests only: the assignment
 					   ignores who owns what now */
+	bool		 drain_counted;	/* tests only: drained members count */
+	bool		 avoid_ignored;	/* tests only: resigns move nothing */
 
 	/* the session, as every part hears it */
 	enum election_session session;
@@ -184,6 +212,14 @@ struct fleet {
 	int		 nbusy;		/* parts leading, releasing or deleting */
 	int		 nstopped;	/* parts in PHASE_STOPPED */
 	int		 nunsettled;	/* parts whose owned != assigned */
+	int		 nreleasing;	/* parts waiting for the app to hear of
+					   a release (PHASE_RELEASING) */
+	bool		 serial_releases; /* notify.on_follower is set: its
+					   hooks run one at a time, so parked
+					   leaders let go one at a time */
+	int		 release_gate;	/* nreleasing if serial_releases, else
+					   0: what elections wait on */
+	bool		 release_wake;	/* the gate fell to 0: the next goes */
 
 	/* a graceful stop */
 	bool		 stopping;
@@ -247,6 +283,10 @@ struct part *fleet_part_named(struct fleet *f, const char *name, size_t len);
 
 /* The part a path belongs to: its election node, or a node under it. */
 struct part *fleet_part_of_path(struct fleet *f, const char *path);
+
+/* notify.on_follower set or not (start-up, reload): parked leaders let
+ * go one at a time while it is. */
+void	fleet_serial_releases(struct fleet *f, bool on);
 
 /* Who leads the partition, as an input of the assignment (NULL: no claim
  * read yet). */

@@ -290,6 +290,15 @@ agent_resign(void *arg, struct part *pt, uint64_t hold_ms)
 	zk_resign(agent->zk, pt, hold_ms);
 }
 
+/* A drain or undrain, asked by the API. */
+static void
+agent_drain_asked(void *arg, bool drain)
+{
+	struct agent *agent = arg;
+
+	zk_drain(agent->zk, drain);
+}
+
 /* The app has been told of a loss: the election may let its node go. */
 static void
 agent_told(void *arg, struct part *pt, uint64_t told)
@@ -495,6 +504,7 @@ agent_reload(struct agent *agent)
 	SWAP(log_format);
 	SWAP(api_tcp_resign);
 #undef SWAP
+	fleet_serial_releases(&agent->fleet, old->notify_on_follower != NULL);
 	config_free(new);
 	log_init(old->log_level, old->log_format);
 	log_info("reload: configuration reloaded from %s; %s", old->file,
@@ -692,7 +702,8 @@ main(int argc, char *argv[])
 		.run_exited = agent_run_exited,
 		.arg = &agent,
 	};
-	const struct api_cb api_cb = { .resign = agent_resign, .arg = &agent };
+	const struct api_cb api_cb = { .resign = agent_resign,
+	    .drain = agent_drain_asked, .arg = &agent };
 	const char *file = NULL;
 	bool check = false;
 	int ch, i;

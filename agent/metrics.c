@@ -22,7 +22,7 @@
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 	"status", "leader", "health", "resign", "metrics", "partitions",
-	"other",
+	"drain", "other",
 };
 
 /*
@@ -193,12 +193,13 @@ metrics_status_reason(const struct agent *agent, struct evbuffer *out)
  * (to gain), led but not assigned (to hand over); both 0 once settled.
  */
 static void
-metrics_moving(const struct fleet *f, int *in, int *out)
+metrics_moving(const struct fleet *f, int *in, int *out, int *resigned)
 {
 	int i;
 
-	*in = *out = 0;
+	*in = *out = *resigned = 0;
 	for (i = 0; i < f->nparts; i++) {
+		*resigned += f->parts[i].avoiding;
 		if (f->parts[i].assigned && !f->parts[i].owned)
 			(*in)++;
 		else if (!f->parts[i].assigned && f->parts[i].owned)
@@ -212,9 +213,9 @@ static void
 metrics_partitions(const struct agent *agent, struct evbuffer *out)
 {
 	const struct fleet_view *mb = &agent->fleet.view;
-	int in, away;
+	int in, away, resigned;
 
-	metrics_moving(&agent->fleet, &in, &away);
+	metrics_moving(&agent->fleet, &in, &away, &resigned);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_partitions Partitions configured.\n"
 	    "# TYPE zkelect_partitions gauge\nzkelect_partitions %d\n"
@@ -241,11 +242,21 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "zkelect_members_other_partitions %d\n"
 	    "# HELP zkelect_members_duplicate_id 1 while two members share an id.\n"
 	    "# TYPE zkelect_members_duplicate_id gauge\n"
-	    "zkelect_members_duplicate_id %d\n",
+	    "zkelect_members_duplicate_id %d\n"
+	    "# HELP zkelect_members_drained Members drained (they own no "
+	    "partition), this agent included.\n"
+	    "# TYPE zkelect_members_drained gauge\nzkelect_members_drained %d\n"
+	    "# HELP zkelect_drained 1 while this agent is drained.\n"
+	    "# TYPE zkelect_drained gauge\nzkelect_drained %d\n"
+	    "# HELP zkelect_partitions_resigned Partitions this agent resigned "
+	    "and does not take back until their hold ends.\n"
+	    "# TYPE zkelect_partitions_resigned gauge\n"
+	    "zkelect_partitions_resigned %d\n",
 	    agent->fleet.nparts, mb->owned, mb->assigned, in, away,
 	    mb->ownership_changes,
 	    (double)mb->rebalance_ms / 1000.0, mb->count, mb->disagree,
-	    mb->duplicate[0] != '\0');
+	    mb->duplicate[0] != '\0', mb->drained, agent->fleet.drained,
+	    resigned);
 }
 
 /*

@@ -46,7 +46,7 @@ enum zk_kind {
 	ZK_SELF_SET, ZK_SELF_WATCH, ZK_AHEAD,
 	/* partitions: our member node and the member listing */
 	ZK_MEMBER_CREATE, ZK_MEMBER_LIST, ZK_MEMBER_WATCH, ZK_MEMBER_DATA,
-	ZK_MEMBER_DELETE, ZK_SESSION_RENEW,
+	ZK_MEMBER_DELETE, ZK_SESSION_RENEW, ZK_MEMBER_SET, ZK_MEMBER_DATA_WATCH,
 };
 
 static const char *const zk_kind_names[] = {
@@ -55,7 +55,8 @@ static const char *const zk_kind_names[] = {
 	"claim watch", "read successor", "release", "notified",
 	"children watch", "watch own node", "own node watch", "check ahead",
 	"create member node", "list members", "members watch", "read member",
-	"delete member node", "renew session",
+	"delete member node", "renew session", "write member node",
+	"member data watch",
 };
 
 /*
@@ -743,6 +744,12 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_MEMBER_DATA:	fev.type = FEV_MEMBER_DATA; break;
 	case ZK_MEMBER_DELETE:	fev.type = FEV_MEMBER_DELETED; break;
 	case ZK_SESSION_RENEW:	fev.type = FEV_SESSION_RENEWED; break;
+	case ZK_MEMBER_SET:	fev.type = FEV_MEMBER_SET; break;
+	case ZK_MEMBER_DATA_WATCH:
+		if (m->type != ZOO_CHANGED_EVENT)
+			return;		/* gone: the listing's watch says so */
+		fev.type = FEV_MEMBER_DATA_CHANGED;
+		break;
 	case ZK_NOTIFIED:
 		fev.type = FEV_NOTIFIED;
 		ev->told = (uint64_t)m->zxid;
@@ -1048,7 +1055,7 @@ static const enum zk_kind zk_plan_kinds[] = {
 	[ZKF_RELEASE] = ZK_RELEASE, [ZKF_SELF_SET] = ZK_SELF_SET,
 	[ZKF_AHEAD] = ZK_AHEAD, [ZKF_MEMBER_CREATE] = ZK_MEMBER_CREATE,
 	[ZKF_MEMBERS] = ZK_MEMBER_LIST, [ZKF_MEMBER_DATA] = ZK_MEMBER_DATA,
-	[ZKF_MEMBER_DELETE] = ZK_MEMBER_DELETE,
+	[ZKF_MEMBER_DELETE] = ZK_MEMBER_DELETE, [ZKF_MEMBER_SET] = ZK_MEMBER_SET,
 	[ZKF_SESSION_RENEW] = ZK_SESSION_RENEW,
 };
 
@@ -1056,6 +1063,7 @@ static const enum zk_kind zk_plan_watches[] = {
 	[ZKW_NONE] = ZK_SESSION, [ZKW_PRED] = ZK_PRED_WATCH,
 	[ZKW_SELF] = ZK_SELF_WATCH, [ZKW_CLAIM] = ZK_CLAIM_WATCH,
 	[ZKW_CHILDREN] = ZK_CHILD_WATCH, [ZKW_MEMBERS] = ZK_MEMBER_WATCH,
+	[ZKW_MEMBER_DATA] = ZK_MEMBER_DATA_WATCH,
 };
 
 /* A call the client refused outright (handle closing, bad state) is
@@ -1742,10 +1750,25 @@ zk_resign(struct zk *zk, struct part *pt, uint64_t hold_ms)
 	struct fleet_event fev;
 
 	memset(&fev, 0, sizeof(fev));
-	fev.type = FEV_RESIGN;
+	/* With partitions, the partition moves to another member. */
+	fev.type = zk->fleet->partitioned ? FEV_PART_RESIGN : FEV_RESIGN;
 	fev.part = pt->idx;
 	fev.ev.now = clock_now_ms();
 	fev.ev.hold_ms = hold_ms;
+	zk_run(zk, &fev);
+}
+
+/* A drain (or its end) of a partitioned agent. */
+void
+zk_drain(struct zk *zk, bool drain)
+{
+	struct fleet_event fev;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_DRAIN;
+	fev.part = -1;
+	fev.ev.now = clock_now_ms();
+	fev.ev.assigned = drain;
 	zk_run(zk, &fev);
 }
 

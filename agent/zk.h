@@ -33,6 +33,8 @@ void zk_close(struct zk *zk);
 void zk_notified(struct zk *zk, struct part *pt, uint64_t told);
 /* A resign of part pt's term, staying out hold_ms. */
 void zk_resign(struct zk *zk, struct part *pt, uint64_t hold_ms);
+/* A drain (true) or undrain of a partitioned agent. */
+void zk_drain(struct zk *zk, bool drain);
 /* A graceful stop (rule 10; with partitions, doc/design.md "Partitions"). */
 void zk_stop(struct zk *zk);
 /* The ZooKeeper client's last complaint ("" if none since the handle opened). */

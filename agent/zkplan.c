@@ -232,13 +232,34 @@ zkplan_member(const struct fleet_action *fa, const char *members_path,
 		    ZKW_MEMBERS;
 		return 0;
 	case FACT_MEMBER_READ:
-	case FACT_MEMBER_DELETE:
-		p->what = fa->type == FACT_MEMBER_READ ? ZKF_MEMBER_DATA :
-		    ZKF_MEMBER_DELETE;
+		/* With a watch on its data: a drain or a resign changes it. */
+		p->what = ZKF_MEMBER_DATA;
 		snprintf(p->name, sizeof(p->name), "%s", fa->name);
-		return zkplan_on_node(p, fa->type == FACT_MEMBER_READ ?
-		    ZKC_GET : ZKC_DELETE, members_path, fa->name) != NULL ?
-		    0 : -1;
+		if ((c = zkplan_on_node(p, ZKC_GET, members_path,
+		    fa->name)) == NULL)
+			return -1;
+		c->watch = ZKW_MEMBER_DATA;
+		return 0;
+	case FACT_MEMBER_DELETE:
+		p->what = ZKF_MEMBER_DELETE;
+		snprintf(p->name, sizeof(p->name), "%s", fa->name);
+		return zkplan_on_node(p, ZKC_DELETE, members_path, fa->name) !=
+		    NULL ? 0 : -1;
+	case FACT_MEMBER_SET: {
+		/* Our data, as one multi of one set (any version). */
+		struct zkplan_item *it;
+
+		p->what = ZKF_MEMBER_SET;
+		snprintf(p->name, sizeof(p->name), "%s", fa->name);
+		c = zkplan_on_path(p, ZKC_MULTI, members_path);
+		it = zkplan_item(c, ZKI_SET);
+		if (zkplan_path(it->path, sizeof(it->path), members_path, "/",
+		    fa->name) == -1)
+			return -1;
+		it->data = data;
+		it->datalen = datalen;
+		return 0;
+	}
 	case FACT_SESSION_RENEW:
 		/* A sync (through the ZooKeeper leader), then our member node
 		 * (still ours after it). The last reply reports both. */

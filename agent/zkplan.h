@@ -43,12 +43,13 @@ enum zkplan_for {
 	ZKF_AHEAD,
 	/* partitions: the fleet's member node, listing and renewal */
 	ZKF_MEMBER_CREATE, ZKF_MEMBERS, ZKF_MEMBER_DATA, ZKF_MEMBER_DELETE,
-	ZKF_SESSION_RENEW,
+	ZKF_SESSION_RENEW, ZKF_MEMBER_SET,
 };
 
 /* The watch a read leaves, by its (constant) context. */
 enum zkplan_watch {
 	ZKW_NONE, ZKW_PRED, ZKW_SELF, ZKW_CLAIM, ZKW_CHILDREN, ZKW_MEMBERS,
+	ZKW_MEMBER_DATA,
 };
 
 #define ZKPLAN_CALLS_MAX	3

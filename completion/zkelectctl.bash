@@ -27,7 +27,7 @@ _zkelectctl()
 	[ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
 	COMPREPLY=()
 
-	local verbs="status is-leader wait resign run members partitions lock elect"
+	local verbs="status is-leader wait resign drain undrain run members partitions lock elect"
 	local i w verb= verbi=0 sock=()
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
@@ -93,7 +93,8 @@ _zkelectctl()
 	status)     opts="--json -p --partition" ;;
 	is-leader)  opts="-q --quiet -p --partition" ;;
 	wait)       opts="--leader --follower --change --timeout -p --partition" ;;
-	resign)     opts="--hold" ;;
+	resign)     opts="--hold -p --partition" ;;
+	drain|undrain) opts= ;;
 	run)        opts="-q --quiet -p --partition --" ;;
 	members)    opts="-c --config --json --timeout --zookeeper" ;;
 	lock)       opts="--zookeeper --id --session-timeout --tick-time --log-level -v --verbose --" ;;

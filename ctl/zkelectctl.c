@@ -58,7 +58,13 @@ usage(FILE *f)
 	    "                              block until this instance leads, follows,\n"
 	    "                              or its status changes; --timeout 0 checks\n"
 	    "                              once and does not wait\n"
-	    "  resign [--hold DURATION]    step down now; rejoin after the hold\n"
+	    "  resign [-p NAME] [--hold DURATION]\n"
+	    "                              step down now; rejoin after the hold;\n"
+	    "                              -p: move partition NAME to another\n"
+	    "                              member, not taken back before the hold\n"
+	    "  drain                       hand every partition over, staying a\n"
+	    "                              member that owns none\n"
+	    "  undrain                     take a share of the partitions again\n"
 	    "  run [-p NAME] [-q|--quiet] -- CMD [ARGS...]\n"
 	    "                              run CMD only while this instance leads:\n"
 	    "                              started on each term, stopped (SIGTERM,\n"
@@ -845,14 +851,21 @@ static int
 cmd_resign(int argc, char *argv[])
 {
 	static const struct option opts[] = {
-		{ "hold", required_argument, NULL, 'H' }, { NULL, 0, NULL, 0 } };
+		{ "hold", required_argument, NULL, 'H' },
+		{ "partition", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 } };
 	struct client_response resp;
 	const char *hold = NULL;
-	char target[128];
+	char target[512];
+	size_t n;
 	uint64_t ms;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:", opts, NULL)) != -1) {
+		if (ch == 'p') {
+			partition = optarg;
+			continue;
+		}
 		if (ch != 'H') {
 			usage(stderr);
 			return EXIT_USAGE;
@@ -866,10 +879,14 @@ cmd_resign(int argc, char *argv[])
 	}
 	if (stray_arguments("resign", argc, argv) == -1)
 		return EXIT_USAGE;
-	if (hold != NULL)
-		snprintf(target, sizeof(target), "/v1/resign?hold=%s", hold);
+	/* -p NAME: that partition moves to another member. */
+	if (partition != NULL)
+		partition_target(target, sizeof(target), "/resign");
 	else
 		snprintf(target, sizeof(target), "/v1/resign");
+	n = strlen(target);
+	if (hold != NULL)
+		snprintf(target + n, sizeof(target) - n, "?hold=%s", hold);
 	if (request("POST", target, 10000, &resp) == -1)
 		return EXIT_AGENT;
 	if (resp.code != 200) {
@@ -878,7 +895,35 @@ cmd_resign(int argc, char *argv[])
 		client_response_free(&resp);
 		return EXIT_AGENT;
 	}
-	printf("resigned\n");
+	if (partition != NULL)
+		printf("resigned partition %s\n", partition);
+	else
+		printf("resigned\n");
+	client_response_free(&resp);
+	return 0;
+}
+
+/* --- drain, undrain: every partition handed over, or a share again. --- */
+
+static int
+cmd_drain(const char *cmd, int argc, char *argv[])
+{
+	struct client_response resp;
+	char target[32];
+
+	if (stray_arguments(cmd, argc, argv) == -1)
+		return EXIT_USAGE;
+	snprintf(target, sizeof(target), "/v1/%s", cmd);
+	if (request("POST", target, 10000, &resp) == -1)
+		return EXIT_AGENT;
+	if (resp.code != 200) {
+		fprintf(stderr, "zkelectctl: %s refused (%d): %s", cmd,
+		    resp.code, resp.body);
+		client_response_free(&resp);
+		return EXIT_AGENT;
+	}
+	printf("%s\n", strcmp(cmd, "drain") == 0 ? "drained: every partition "
+	    "is handed over" : "undrained: a share is taken again");
 	client_response_free(&resp);
 	return 0;
 }
@@ -1434,6 +1479,8 @@ main(int argc, char *argv[])
 		return cmd_is_leader(argc, argv);
 	if (strcmp(cmd, "resign") == 0)
 		return cmd_resign(argc, argv);
+	if (strcmp(cmd, "drain") == 0 || strcmp(cmd, "undrain") == 0)
+		return cmd_drain(cmd, argc, argv);
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc, argv);
 	if (strcmp(cmd, "members") == 0)

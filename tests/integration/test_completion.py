@@ -35,8 +35,8 @@ def complete(line, path=None, cwd=None):
 
 def test_verbs_and_options(tmp_path):
     assert complete("zkelectctl ") == sorted(
-        ["status", "is-leader", "wait", "resign", "run", "members", "partitions", "lock",
-         "elect"])
+        ["status", "is-leader", "wait", "resign", "drain", "undrain", "run", "members",
+         "partitions", "lock", "elect"])
     assert complete("zkelectctl s") == ["status"]
     assert complete("zkelectctl --so") == ["--socket"]
     assert complete("zkelectctl -s /run/x.sock w") == ["wait"]
@@ -45,7 +45,8 @@ def test_verbs_and_options(tmp_path):
     assert complete("zkelectctl status -") == ["--json", "--partition", "-p"]
     assert complete("zkelectctl is-leader -") == ["--partition", "--quiet", "-p", "-q"]
     assert complete("zkelectctl resign --h") == ["--hold"]
-    assert complete("zkelectctl resign -") == ["--hold"]
+    assert complete("zkelectctl resign -") == ["--hold", "--partition", "-p"]
+    assert complete("zkelectctl d") == ["drain"]
     assert complete("zkelectctl members -") == ["--config", "--json", "--timeout",
                                                 "--zookeeper", "-c"]
     assert complete("zkelectctl lock --") == ["--", "--id", "--log-level",

@@ -44,7 +44,7 @@
 #define PT_MAX		(PP_MAX + 1)	/* trees: 0 members, 1 + p partition p */
 #define PC_MAX		40	/* children of a tree */
 #define PM_MAX		64	/* members listed */
-#define PD_MAX		32	/* node data */
+#define PD_MAX		64	/* node data */
 #define PW_MAX		64	/* a client's watches */
 #define NAME		ELECTION_NAME_MAX
 #define STOP_WAIT_MS	5000	/* AGENT_PARTS_STOP_WAIT_MS */
@@ -80,11 +80,11 @@ enum op {
 enum kind {
 	K_NONE, K_PARENT, K_CREATE, K_LIST, K_PRED_SET, K_SELF_SET, K_OWNER,
 	K_CLAIM, K_RELEASE, K_RENEW, K_CLAIM_DATA, K_SUCCESSOR, K_AHEAD,
-	K_MCREATE, K_MLIST, K_MDATA, K_MDELETE, K_SRENEW,
+	K_MCREATE, K_MLIST, K_MDATA, K_MDELETE, K_SRENEW, K_MSET,
 };
 
 /* Watch contexts, as zk.c's. */
-enum ctx { C_PRED, C_SELF, C_CLAIM, C_CHILD, C_MEMBERS };
+enum ctx { C_PRED, C_SELF, C_CLAIM, C_CHILD, C_MEMBERS, C_MDATA };
 enum wkind { WK_DATA, WK_CHILD };
 enum wtype { WT_CREATED = 1, WT_DELETED = 2, WT_CHANGED = 3, WT_CHILD = 4 };
 
@@ -267,7 +267,7 @@ struct phandle {
 
 /* --- The agents --- */
 
-enum iwhat { I_EV, I_MEMBER, I_SRENEW };
+enum iwhat { I_EV, I_MEMBER, I_SRENEW, I_MDATA_WATCH };
 
 struct item {
 	struct item	*next;
@@ -358,6 +358,7 @@ struct psim {
 	stime		 leave_at;
 	uint64_t	 steps, terms, faults, moved;
 	stime		 max_settle, max_leave;
+	uint64_t	 drains, resigns;
 };
 
 static struct psim *S;
@@ -398,6 +399,15 @@ static unsigned opt_shapes;
 /* --break asked: the agent is told the timeout it asked for, not the one
  * the server negotiated (a lower one, with --shape shrink). */
 #define BREAK_ASKED	5
+/* --controls: an operator's drains, undrains and resigns of single
+ * partitions (with holds) among the faults; at the end one agent may stay
+ * drained (doc/design.md, "Moving partitions"). Without it, the draws,
+ * and so every seed, are as before. */
+static bool opt_controls;
+/* --break drain: a drained member keeps counting in the assignment;
+ * --break avoid: a resigned partition stays where it is. */
+#define BREAK_DRAIN	6
+#define BREAK_AVOID	7
 
 static void p_client_drop(struct phandle *, bool eof);
 static void p_agent_push(struct pagent *, struct item *);
@@ -1949,6 +1959,16 @@ h_watch_fired(struct phandle *h, int tree, const char *name, int wtype)
 		if (w->ctx == C_MEMBERS) {
 			it = item_new(h->id, I_MEMBER, -1);
 			it->watch = true;
+		} else if (w->ctx == C_MDATA) {
+			/* zk.c passes on a change of a member's data only */
+			if (wtype != WT_CHANGED) {
+				for (j = i; j < h->nw - 1; j++)
+					h->w[j] = h->w[j + 1];
+				h->nw--;
+				continue;
+			}
+			it = item_new(h->id, I_MDATA_WATCH, -1);
+			it->name = strdup(name);
 		} else {
 			static const enum election_event_type types[] = {
 				EV_PRED_CHANGED, EV_SELF_CHANGED,
@@ -2303,11 +2323,13 @@ static const enum kind p_plan_kinds[] = {
 	[ZKF_AHEAD] = K_AHEAD, [ZKF_MEMBER_CREATE] = K_MCREATE,
 	[ZKF_MEMBERS] = K_MLIST, [ZKF_MEMBER_DATA] = K_MDATA,
 	[ZKF_MEMBER_DELETE] = K_MDELETE, [ZKF_SESSION_RENEW] = K_SRENEW,
+	[ZKF_MEMBER_SET] = K_MSET,
 };
 
 static const enum ctx p_plan_ctxs[] = {
 	[ZKW_PRED] = C_PRED, [ZKW_SELF] = C_SELF, [ZKW_CLAIM] = C_CLAIM,
 	[ZKW_CHILDREN] = C_CHILD, [ZKW_MEMBERS] = C_MEMBERS,
+	[ZKW_MEMBER_DATA] = C_MDATA,
 };
 
 /* One call of a plan as the model's request (zk_plan_send). */
@@ -2600,6 +2622,7 @@ p_apply(struct pagent *a, struct item *it)
 	static const enum fleet_event_type members[] = {
 		[K_MCREATE] = FEV_MEMBER_CREATED, [K_MLIST] = FEV_MEMBERS,
 		[K_MDATA] = FEV_MEMBER_DATA, [K_MDELETE] = FEV_MEMBER_DELETED,
+		[K_MSET] = FEV_MEMBER_SET,
 	};
 	struct fleet_event fev;
 
@@ -2612,6 +2635,9 @@ p_apply(struct pagent *a, struct item *it)
 		break;
 	case I_SRENEW:
 		fev.type = FEV_SESSION_RENEWED;
+		break;
+	case I_MDATA_WATCH:
+		fev.type = FEV_MEMBER_DATA_CHANGED;
 		break;
 	case I_EV:
 		if (it->ev.type == EV_SESSION)
@@ -2765,6 +2791,13 @@ p_start(struct pagent *a)
 	a->f.stepped_arg = a;
 	if (opt_break == BREAK_STICKY)
 		a->f.assign_unsticky = true;
+	if (opt_break == BREAK_DRAIN)
+		a->f.drain_counted = true;
+	/* An agent with a hook (its app hears of a change later) has an
+	 * on_follower: it lets go of partitions one at a time. */
+	fleet_serial_releases(&a->f, a->hook_us > 0);
+	if (opt_break == BREAK_AVOID)
+		a->f.avoid_ignored = true;
 	for (i = 0; i < S->nparts; i++)
 		if (opt_break == BREAK_NAIVE)
 			a->f.parts[i].e.lease_naive = true;
@@ -2824,6 +2857,92 @@ p_crash(struct pagent *a, stime restart_after)
 	p_clear_inbox(a);
 	p_heal_at(S->now + restart_after);
 	p_at(S->now + restart_after, p_restart_cb, a, a->inc);
+}
+
+/* An agent's operator asks (an API call): drain, undrain, or resign a
+ * partition it owns. */
+static void
+p_ask(struct pagent *a, enum fleet_event_type type, int part, bool drained,
+    uint64_t hold_ms)
+{
+	struct fleet_event fev;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = type;
+	fev.part = part;
+	fev.ev.now = a_now_ms(a);
+	fev.ev.assigned = drained;
+	fev.ev.hold_ms = hold_ms;
+	p_step(a, &fev);
+	p_after_batch(a);
+}
+
+static void
+p_control_cb(void *p, uint64_t last)
+{
+	struct pagent *a;
+	int i, j, part, live = 0, drained = 0;
+	uint64_t hold;
+
+	(void)p;
+	for (i = 0; i < S->nagents; i++)
+		if (S->agents[i].running && !S->agents[i].f.stopping &&
+		    !S->agents[i].paused) {
+			live++;
+			drained += S->agents[i].f.drained;
+		}
+	if (last) {
+		/* The end: every agent undrained but the first, which stays
+		 * drained on odd draws (when others are left to own). */
+		bool keep = S->nagents >= 3 && p_chance(50);
+
+		for (i = 0; i < S->nagents; i++) {
+			a = &S->agents[i];
+			if (!a->running || a->paused || a->f.stopping)
+				continue;
+			if (a->f.drained != (keep && i == 0)) {
+				p_trace("%s: %s (the last control)", a->id,
+				    keep && i == 0 ? "DRAINED" : "UNDRAINED");
+				S->drains++;
+				p_ask(a, FEV_DRAIN, -1, keep && i == 0, 0);
+			}
+		}
+		p_heal_at(S->now);
+		S->settled = false;	/* a new settle starts here */
+		return;
+	}
+	if (live == 0)
+		return;
+	if (p_chance(40)) {
+		i = (int)p_below((uint64_t)S->nagents);
+		a = &S->agents[i];
+		if (!a->running || a->paused || a->f.stopping ||
+		    (!a->f.drained && drained + 1 >= live))
+			return;		/* never every live agent */
+		p_trace("%s: %s", a->id, a->f.drained ? "UNDRAINED" :
+		    "DRAINED");
+		S->drains++;
+		p_ask(a, FEV_DRAIN, -1, !a->f.drained, 0);
+		p_heal_at(S->now);
+		S->settled = false;
+		return;
+	}
+	part = (int)p_below((uint64_t)S->nparts);
+	for (j = 0; j < S->nagents; j++) {
+		a = &S->agents[j];
+		if (a->running && !a->paused && !a->f.stopping &&
+		    a->f.parts[part].owned)
+			break;
+	}
+	if (j == S->nagents)
+		return;
+	hold = p_chance(30) ? 0 : p_range(S->T / 3, 2 * S->T) / 1000;
+	p_trace("%s: RESIGNS partition %d, hold %" PRIu64 " ms", a->id, part,
+	    hold);
+	S->resigns++;
+	p_ask(a, FEV_PART_RESIGN, part, false, hold);
+	p_heal_at(S->now + hold * 1000);
+	S->settled = false;
 }
 
 static void
@@ -2965,11 +3084,18 @@ p_check_owners(int part)
 static bool
 p_balanced(char *why, size_t len)
 {
-	int own[PA_MAX] = { 0 }, live = 0, i, p, o, count;
+	int own[PA_MAX] = { 0 }, live = 0, drained = 0, i, p, o, count;
 
 	for (i = 0; i < S->nagents; i++)
-		if (S->agents[i].running && !S->agents[i].f.stopping)
+		if (S->agents[i].running && !S->agents[i].f.stopping) {
 			live++;
+			drained += S->agents[i].f.drained;
+		}
+	/* A drained agent owns none and counts for nothing, unless every
+	 * live agent is drained. */
+	if (drained == live)
+		drained = 0;
+	live -= drained;
 	if (live == 0) {
 		snprintf(why, len, "no live agent");
 		return false;
@@ -2986,9 +3112,25 @@ p_balanced(char *why, size_t len)
 		const struct pagent *a = &S->agents[i];
 		bool alive = a->running && !a->f.stopping;
 
+		/* A resign moves the partition, when another may take it. */
+		for (p = 0; alive && live > 1 && p < S->nparts; p++)
+			if (a->f.parts[p].avoiding && a->f.parts[p].owned &&
+			    !(drained > 0 && a->f.drained)) {
+				snprintf(why, len, "%s still owns partition %d "
+				    "it resigned", a->id, p);
+				return false;
+			}
 		if (!alive && own[i] > 0) {
 			snprintf(why, len, "%s (leaving) owns %d", a->id, own[i]);
 			return false;
+		}
+		if (alive && drained > 0 && a->f.drained) {
+			if (own[i] > 0) {
+				snprintf(why, len, "%s (drained) owns %d",
+				    a->id, own[i]);
+				return false;
+			}
+			continue;
 		}
 		if (alive && (own[i] < S->nparts / live ||
 		    own[i] > (S->nparts + live - 1) / live)) {
@@ -3015,6 +3157,15 @@ p_dump(void)
 		    a->id, a->running ? "running" : "down",
 		    a->f.stopping ? " stopping" : "", a->f.member_node,
 		    a->f.view.count, a->f.nmembers, a->f.member_reads);
+		for (p = 0; p < a->f.nmembers && a->running; p++)
+			p_trace("  member %s: %s%s%s%s avoid %s",
+			    a->f.members[p].name, a->f.members[p].id,
+			    a->f.members[p].known ? "" : " (unknown)",
+			    a->f.members[p].drained ? " drained" : "",
+			    a->f.drained && strcmp(a->f.members[p].name,
+			    a->f.member_node) == 0 ? " (us, drained)" : "",
+			    a->f.members[p].avoid != NULL ?
+			    a->f.members[p].avoid : "-");
 		for (p = 0; p < S->nparts && a->running; p++) {
 			const struct part *pt = &a->f.parts[p];
 
@@ -3246,6 +3397,22 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 			S->faults_end = t;
 		p_at(t, p_fault_cb, NULL, 0);
 	}
+	if (opt_controls) {
+		stime last = 0;
+
+		nf = (int)p_range(2, 10);
+		for (j = 0; j < nf; j++) {
+			stime t = p_range(2 * S->T, 40 * S->T);
+
+			if (t > last)
+				last = t;
+			p_at(t, p_control_cb, NULL, 0);
+		}
+		last += S->T;
+		if (last > S->faults_end)
+			S->faults_end = last;
+		p_at(last, p_control_cb, NULL, 1);
+	}
 	p_at(2 * S->T, p_settle_cb, NULL, 0);
 
 	while (!S->failed && !S->stop && p_pop(&e)) {
@@ -3291,7 +3458,7 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
 			 moved, failovers, depositions, relays_lost, shrinks,
-			 master_stops, dep_under;
+			 master_stops, dep_under, drains, resigns;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3313,6 +3480,8 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->steps += st.steps;
 		t->terms += st.terms;
 		t->faults += st.faults;
+		t->drains += st.drains;
+		t->resigns += st.resigns;
 		t->moved += st.moved;
 		t->failovers += st.failovers;
 		t->depositions += st.depositions;
@@ -3341,7 +3510,7 @@ usage(void)
 	fprintf(stderr, "usage: zkelect-sim-parts [--seed N] [--seeds COUNT] "
 	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
 	    "                         [--break lease|sticky] [--expect-failure]\n"
-	    "                         [--failover]\n"
+	    "                         [--failover] [--controls]\n"
 	    "                         [--shape shrink,relay,tick-half,deposed|"
 	    "all]\n"
 	    "  --agents A       2 to %d (default 4)\n"
@@ -3351,9 +3520,13 @@ usage(void)
 	    "  --break naive    the old lease (s + 2T/3 from a renewal at s)\n"
 	    "  --break srvr     observers taken for voting servers\n"
 	    "  --break asked    the timeout asked for taken for the one given\n"
+	    "  --break drain    a drained member still counts (--controls)\n"
+	    "  --break avoid    a resigned partition stays (--controls)\n"
 	    "  --expect-failure exit 0 only if some seed fails\n"
 	    "  --failover       the ZooKeeper leader fails, and a new one\n"
 	    "                   takes over, among the faults\n"
+	    "  --controls       drains, undrains and resigns of partitions\n"
+	    "                   among the faults\n"
 	    "  --shape LIST     zkelect-sim's shapes of deployment, in this\n"
 	    "                   model (README.md, \"Partitions\")\n",
 	    PA_MAX, PP_MAX);
@@ -3374,6 +3547,7 @@ main(int argc, char *argv[])
 		{ "expect-failure", no_argument,   NULL, 'x' },
 		{ "failover",	no_argument,	   NULL, 'f' },
 		{ "shape",	required_argument, NULL, 'S' },
+		{ "controls",	no_argument,	   NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -3387,7 +3561,7 @@ main(int argc, char *argv[])
 
 	/* fleet.c logs as it would in the agent: errors only, here. */
 	log_init(LOG_ERROR, LOG_TEXT);
-	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xfS:", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xfCS:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -3407,6 +3581,10 @@ main(int argc, char *argv[])
 				opt_break = BREAK_SRVR;
 			else if (strcmp(optarg, "asked") == 0)
 				opt_break = BREAK_ASKED;
+			else if (strcmp(optarg, "drain") == 0)
+				opt_break = BREAK_DRAIN;
+			else if (strcmp(optarg, "avoid") == 0)
+				opt_break = BREAK_AVOID;
 			else
 				usage();
 			break;
@@ -3432,6 +3610,7 @@ main(int argc, char *argv[])
 		}
 		case 'x': expect_failure = true; break;
 		case 'f': opt_failover = true; break;
+		case 'C': opt_controls = true; break;
 		default: usage();
 		}
 	}
@@ -3490,6 +3669,8 @@ main(int argc, char *argv[])
 			tot.shrinks += part.shrinks;
 			tot.master_stops += part.master_stops;
 			tot.dep_under += part.dep_under;
+			tot.drains += part.drains;
+			tot.resigns += part.resigns;
 			tot.sim_s += part.sim_s;
 			if (part.max_settle_t > tot.max_settle_t) {
 				tot.max_settle_t = part.max_settle_t;
@@ -3515,6 +3696,9 @@ main(int argc, char *argv[])
 	if (opt_failover)
 		printf(", %" PRIu64 " ZooKeeper leader failovers",
 		    tot.failovers);
+	if (opt_controls)
+		printf(", %" PRIu64 " drains and undrains, %" PRIu64
+		    " partitions resigned", tot.drains, tot.resigns);
 	if (opt_shapes & (SH_DEPOSED | SH_SHRINK))
 		printf(", %" PRIu64 " ZooKeeper leaders deposed (%" PRIu64
 		    " with a partition's leader on its side)",
