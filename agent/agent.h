@@ -63,6 +63,8 @@ struct agent {
 	bool			 stopping;	/* a graceful stop is under way */
 	bool			 stop_now;	/* second signal, or the stop timed out */
 	int			 exit_code;
+	bool		 run_exit_decided; /* notify.run_exit: stop: the first
+					   command's end decided exit_code */
 };
 
 #endif

@@ -594,8 +594,12 @@ agent_run_exited(void *arg, int status, bool by_itself)
 {
 	struct agent *agent = arg;
 
-	if (!agent->conf->notify_run_exit_stop)
+	/* The first command's end decides: a stop under way may still start
+	 * and stop another (a term that began again before the stop), whose
+	 * status is not the one to report. */
+	if (!agent->conf->notify_run_exit_stop || agent->run_exit_decided)
 		return;
+	agent->run_exit_decided = true;
 	agent->exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 	    WEXITSTATUS(status);
 	if (agent->stopping)
