@@ -2928,13 +2928,12 @@ p_control_cb(void *p, uint64_t last)
 		return;
 	}
 	part = (int)p_below((uint64_t)S->nparts);
-	for (j = 0; j < S->nagents; j++) {
-		a = &S->agents[j];
-		if (a->running && !a->paused && !a->f.stopping &&
-		    a->f.parts[part].owned)
-			break;
-	}
-	if (j == S->nagents)
+	a = NULL;
+	for (j = 0; j < S->nagents && a == NULL; j++)
+		if (S->agents[j].running && !S->agents[j].paused &&
+		    !S->agents[j].f.stopping && S->agents[j].f.parts[part].owned)
+			a = &S->agents[j];
+	if (a == NULL)
 		return;
 	hold = p_chance(30) ? 0 : p_range(S->T / 3, 2 * S->T) / 1000;
 	p_trace("%s: RESIGNS partition %d, hold %" PRIu64 " ms", a->id, part,
