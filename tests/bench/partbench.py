@@ -112,6 +112,17 @@ def loadavg():
     return os.getloadavg()[0]
 
 
+def wait_load(limit, timeout=900):
+    """With a limit, wait (up to `timeout` s) until the 1-minute load
+    average is below it, so that each row or run starts on a quiet machine.
+    Returns the load average it starts at."""
+    if limit:
+        deadline = time.monotonic() + timeout
+        while loadavg() >= limit and time.monotonic() < deadline:
+            time.sleep(5)
+    return loadavg()
+
+
 # --------------------------------------------------------------------------
 # Settling and moving
 

@@ -52,6 +52,7 @@ servers.
     tests/bench/partitions_kazoo.py [--agents 4] [--partitions 256]
         [--session-timeout 2s] [--runs 3] [--window 20] [--quiet 2]
         [--time-boundary 1] [--timeout 120] [--interval 0.02] [--ensemble]
+        [--max-load 1.0]
 """
 
 import argparse
@@ -68,7 +69,7 @@ import partbench as pb
 
 def one_run(kind, args):
     """One side's run on a ZooKeeper of its own; a dict of figures."""
-    res = {"side": kind, "notes": []}
+    res = {"side": kind, "notes": [], "load": pb.wait_load(args.max_load)}
     ens = zk = None
     if args.ensemble:
         from zkensemble import Ensemble
@@ -85,7 +86,7 @@ def one_run(kind, args):
         side = pb.KazooSide(hostport, "/kazoo/bench", args.agents, args.partitions,
                             args.session_timeout, time_boundary=args.time_boundary)
     ms = side.members
-    res["load"] = pb.loadavg()
+
     try:
         t0 = time.monotonic()
         for m in ms:
@@ -217,6 +218,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--interval", type=float, default=0.02)
     ap.add_argument("--ensemble", action="store_true")
+    ap.add_argument("--max-load", type=float, default=0.0,
+                    help="wait before each run until the 1-minute load average is "
+                         "below this (0: do not wait)")
     args = ap.parse_args()
 
     bl.header("partitions against kazoo's SetPartitioner: %d members x %d partitions, "

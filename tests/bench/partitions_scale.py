@@ -44,7 +44,7 @@ CPU per partition (a ratio of 1 is linear growth).
 
     tests/bench/partitions_scale.py [--agents 8] [--sizes 64,256,1024,4096]
         [--max 16384] [--session-timeout 2s] [--window 20] [--quiet 2]
-        [--timeout 120] [--interval 0.05]
+        [--timeout 120] [--interval 0.05] [--max-load 1.0]
 """
 
 import argparse
@@ -91,7 +91,7 @@ def single_reference(args):
 
 def one_row(n, args):
     k = args.agents
-    row = {"P": n, "notes": [], "load": pb.loadavg()}
+    row = {"P": n, "notes": [], "load": pb.wait_load(args.max_load)}
     zk = new_server()
     side = pb.ZkelectSide(zk.hostport, "/zkelect/bench-scale", k, n, args.session_timeout)
     ms = side.members
@@ -203,6 +203,9 @@ def main():
     ap.add_argument("--quiet", type=float, default=2.0)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--interval", type=float, default=0.05)
+    ap.add_argument("--max-load", type=float, default=0.0,
+                    help="wait before each row until the 1-minute load average is "
+                         "below this (0: do not wait)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     sizes += [p for p in SIZES if max(sizes) < p <= args.max]
@@ -210,15 +213,16 @@ def main():
 
     bl.header("partitions at scale: %d agents, P = %s, T = %s, tickTime 200 ms" % (
         args.agents, ", ".join(map(str, sizes)), args.session_timeout))
+    pb.wait_load(args.max_load)
     ref = single_reference(args)
     print("reference: a single-election leader alone, %.2f packets/s (mntr), CPU %.3f%% "
           "(schedstat; %.2f%% utime+stime), VmRSS %.1f MiB" % (
               ref["mntr"], ref["cpu_ns"], ref["cpu_stat"], ref["rss"] / 1024.0), flush=True)
     rows = []
     for n in sizes:
-        print("P = %d (load %.2f)" % (n, pb.loadavg()), flush=True)
         r = one_row(n, args)
         rows.append(r)
+        print("P = %d (load average %.2f at its start)" % (n, r["load"]), flush=True)
         for note in r["notes"]:
             print("  note: %s" % note)
         for phase in ("cold", "restart", "leave", "join"):
