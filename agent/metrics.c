@@ -7,6 +7,9 @@
 
 #include <event2/buffer.h>
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
@@ -14,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "version.h"
 #include "zk.h"
 
 static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
@@ -21,13 +25,196 @@ static const char *const metrics_endpoints[API_ENDPOINT_MAX] = {
 	"other",
 };
 
+/*
+ * The label of each status reason (the status document's "reason", in
+ * words there): what zkelect_status_reason says. Indexed by enum
+ * election_bar; the members' two come after.
+ */
+static const char *const metrics_bars[] = {
+	[BAR_OBSERVER] = "observer_server",
+	[BAR_SHORT_TIMEOUT] = "short_session_timeout",
+	[BAR_EPOCH_BACKWARDS] = "epoch_backwards",
+	[BAR_SLOW_ZOOKEEPER] = "slow_zookeeper",
+	[BAR_NO_ACCESS] = "no_access",
+	[BAR_NO_CHROOT] = "no_chroot",
+	[BAR_UNIDENTIFIED] = "unidentified_server",
+};
+#define METRICS_NBARS	((int)(sizeof(metrics_bars) / sizeof(metrics_bars[0])))
+#define METRICS_DUPLICATE_ID	"duplicate_id"
+#define METRICS_OTHER_PARTITIONS "other_partitions"
+
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629), or 0. */
+static size_t
+metrics_utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		lo = p[0] == 0xe0 ? 0xa0 : lo;
+		hi = p[0] == 0xed ? 0x9f : hi;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		lo = p[0] == 0xf0 ? 0x90 : lo;
+		hi = p[0] == 0xf4 ? 0x8f : hi;
+	} else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * Appends s as a label value, quotes included: backslash, quote and
+ * newline escaped as the text format asks, and each byte that is not
+ * UTF-8 as U+FFFD, since Prometheus refuses such a label value (the
+ * default id holds the host name, which nothing checks).
+ */
+static void
+metrics_label(struct evbuffer *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	evbuffer_add(out, "\"", 1);
+	while (*p != '\0') {
+		if (*p == '\\' || *p == '"') {
+			evbuffer_add_printf(out, "\\%c", *p);
+			p++;
+		} else if (*p == '\n') {
+			evbuffer_add(out, "\\n", 2);
+			p++;
+		} else if (*p < 0x80) {
+			evbuffer_add(out, p, 1);
+			p++;
+		} else if ((n = metrics_utf8_len(p)) != 0) {
+			evbuffer_add(out, p, n);
+			p += n;
+		} else {
+			evbuffer_add(out, "\xef\xbf\xbd", 3);
+			p++;
+		}
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+/*
+ * zkelect_info: who this agent is, for joins (`* on (job, instance)
+ * group_left (id, election) zkelect_info`): its id, the election's path in
+ * ZooKeeper (the chroot of zookeeper.servers, if any, then election.path,
+ * so that elections of one ensemble under different chroots differ), the
+ * version, and how many partitions it runs (0: one election).
+ */
+static void
+metrics_info(const struct agent *agent, struct evbuffer *out)
+{
+	const struct config *conf = agent->conf;
+	const char *chroot = strchr(conf->zk_servers, '/');
+	char *election;
+
+	if (chroot == NULL || strcmp(chroot, "/") == 0)
+		chroot = "";
+	if (asprintf(&election, "%s%s", chroot, conf->election_path) == -1)
+		election = NULL;
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_info This agent: its id, its election's path in "
+	    "ZooKeeper (chroot included), its version, its partitions (0: none).\n"
+	    "# TYPE zkelect_info gauge\nzkelect_info{id=");
+	metrics_label(out, conf->election_id);
+	evbuffer_add_printf(out, ",election=");
+	metrics_label(out, election != NULL ? election : conf->election_path);
+	evbuffer_add_printf(out, ",version=");
+	metrics_label(out, ZKELECT_VERSION);
+	evbuffer_add_printf(out, ",partitions=\"%d\"} 1\n",
+	    agent->fleet.partitioned ? agent->fleet.nparts : 0);
+	free(election);
+}
+
+/*
+ * The status document's reason, as a label (NULL: it gives none). With
+ * partitions it is what api.c's api_parts_reason says: two members with
+ * one id, members that run other partitions, else what keeps the session
+ * from a lease (but not a zxid gone backwards, which is per partition).
+ */
+static const char *
+metrics_reason(const struct agent *agent)
+{
+	const struct fleet *f = &agent->fleet;
+	struct election_report r;
+
+	if (f->partitioned && f->view.duplicate[0] != '\0')
+		return METRICS_DUPLICATE_ID;
+	if (f->partitioned && f->view.disagree > 0)
+		return METRICS_OTHER_PARTITIONS;
+	election_report(fleet_session(f), &r);
+	if (r.bar == BAR_NONE ||
+	    (f->partitioned && r.bar == BAR_EPOCH_BACKWARDS))
+		return NULL;
+	if ((int)r.bar < METRICS_NBARS && metrics_bars[r.bar] != NULL)
+		return metrics_bars[r.bar];
+	return "other";
+}
+
+static void
+metrics_status_reason(const struct agent *agent, struct evbuffer *out)
+{
+	const char *why = metrics_reason(agent), *name;
+	bool other = why != NULL;
+	int b;
+
+	evbuffer_add_printf(out,
+	    "# HELP zkelect_status_reason 1 for the reason the status document "
+	    "gives why this agent does not lead though it could, or what is "
+	    "wrong with the members (all 0: none).\n"
+	    "# TYPE zkelect_status_reason gauge\n");
+	for (b = 0; b < METRICS_NBARS + 2; b++) {
+		if (b < METRICS_NBARS && metrics_bars[b] == NULL)
+			continue;
+		name = b < METRICS_NBARS ? metrics_bars[b] :
+		    b == METRICS_NBARS ? METRICS_DUPLICATE_ID :
+		    METRICS_OTHER_PARTITIONS;
+		if (why != NULL && strcmp(why, name) == 0)
+			other = false;
+		evbuffer_add_printf(out, "zkelect_status_reason{reason=\"%s\"} %d\n",
+		    name, why != NULL && strcmp(why, name) == 0);
+	}
+	evbuffer_add_printf(out, "zkelect_status_reason{reason=\"other\"} %d\n",
+	    other);
+}
+
+/*
+ * Partitions whose ownership is to change here: assigned but not led
+ * (to gain), led but not assigned (to hand over); both 0 once settled.
+ */
+static void
+metrics_moving(const struct fleet *f, int *in, int *out)
+{
+	int i;
+
+	*in = *out = 0;
+	for (i = 0; i < f->nparts; i++) {
+		if (f->parts[i].assigned && !f->parts[i].owned)
+			(*in)++;
+		else if (!f->parts[i].assigned && f->parts[i].owned)
+			(*out)++;
+	}
+}
+
 /* With partitions (doc/design.md, "Partitions"): counts, not one series
  * per partition. */
 static void
 metrics_partitions(const struct agent *agent, struct evbuffer *out)
 {
 	const struct fleet_view *mb = &agent->fleet.view;
+	int in, away;
 
+	metrics_moving(&agent->fleet, &in, &away);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_partitions Partitions configured.\n"
 	    "# TYPE zkelect_partitions gauge\nzkelect_partitions %d\n"
@@ -35,6 +222,11 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "# TYPE zkelect_partitions_owned gauge\nzkelect_partitions_owned %d\n"
 	    "# HELP zkelect_partitions_assigned Partitions the assignment gives this agent.\n"
 	    "# TYPE zkelect_partitions_assigned gauge\nzkelect_partitions_assigned %d\n"
+	    "# HELP zkelect_partitions_moving Partitions whose owner is to change here: "
+	    "assigned but not led (in), led but not assigned (out).\n"
+	    "# TYPE zkelect_partitions_moving gauge\n"
+	    "zkelect_partitions_moving{direction=\"in\"} %d\n"
+	    "zkelect_partitions_moving{direction=\"out\"} %d\n"
 	    "# HELP zkelect_partition_ownership_changes_total Partitions gained or lost.\n"
 	    "# TYPE zkelect_partition_ownership_changes_total counter\n"
 	    "zkelect_partition_ownership_changes_total %" PRIu64 "\n"
@@ -50,9 +242,50 @@ metrics_partitions(const struct agent *agent, struct evbuffer *out)
 	    "# HELP zkelect_members_duplicate_id 1 while two members share an id.\n"
 	    "# TYPE zkelect_members_duplicate_id gauge\n"
 	    "zkelect_members_duplicate_id %d\n",
-	    agent->fleet.nparts, mb->owned, mb->assigned, mb->ownership_changes,
+	    agent->fleet.nparts, mb->owned, mb->assigned, in, away,
+	    mb->ownership_changes,
 	    (double)mb->rebalance_ms / 1000.0, mb->count, mb->disagree,
 	    mb->duplicate[0] != '\0');
+}
+
+/*
+ * The lease left, in ms: the single election's, as the status document
+ * says; with partitions (whose status says 0), the least of the
+ * partitions this agent leads, 0 when it leads none.
+ */
+static uint64_t
+metrics_lease_left(const struct fleet *f, uint64_t now)
+{
+	uint64_t left, least = 0;
+	bool any = false;
+	int i;
+
+	if (!f->partitioned)
+		return election_lease_remaining(&f->parts[0].e, now);
+	for (i = 0; i < f->nparts; i++) {
+		if (fleet_role(&f->parts[i], now) != ELECTION_LEADER)
+			continue;
+		left = election_lease_remaining(&f->parts[i].e, now);
+		if (!any || left < least)
+			least = left;
+		any = true;
+	}
+	return least;
+}
+
+/* Terms (or partitions' terms) that ended because the lease ran out. */
+static uint64_t
+metrics_lease_lapses(const struct agent_stats *st)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < AGENT_REASONS_MAX && st->by_reason[i].reason !=
+	    REASON_NONE; i++)
+		if (st->by_reason[i].reason == REASON_LEASE_LAPSED ||
+		    st->by_reason[i].reason == REASON_LEASE_LAPSED_DISCONNECTED)
+			n += st->by_reason[i].count;
+	return n;
 }
 
 /* AS: the API's figures, which api.c passes in. */
@@ -71,6 +304,7 @@ metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
 	const struct notify_stats *ns;
 	int ep, ci, i;
 
+	metrics_info(agent, out);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_is_leader 1 while this agent leads and its lease has time left.\n"
 	    "# TYPE zkelect_is_leader gauge\nzkelect_is_leader %d\n",
@@ -86,10 +320,17 @@ metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
 	    "# TYPE zkelect_epoch gauge\nzkelect_epoch %" PRIu64 "\n",
 	    role == ELECTION_LEADER ? e->epoch : 0);
 	evbuffer_add_printf(out,
-	    "# HELP zkelect_lease_remaining_seconds Lease time left.\n"
+	    "# HELP zkelect_lease_remaining_seconds Lease time left (with partitions, "
+	    "the least of the partitions led).\n"
 	    "# TYPE zkelect_lease_remaining_seconds gauge\n"
-	    "zkelect_lease_remaining_seconds %.3f\n",
-	    (double)election_lease_remaining(e, now) / 1000.0);
+	    "zkelect_lease_remaining_seconds %.3f\n"
+	    "# HELP zkelect_lease_lapses_total Terms that ended because the lease "
+	    "ran out (a renewal did not come back in time).\n"
+	    "# TYPE zkelect_lease_lapses_total counter\n"
+	    "zkelect_lease_lapses_total %" PRIu64 "\n",
+	    (double)metrics_lease_left(&agent->fleet, now) / 1000.0,
+	    metrics_lease_lapses(&agent->stats));
+	metrics_status_reason(agent, out);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_session_connected 1 while the ZooKeeper session is connected.\n"
 	    "# TYPE zkelect_session_connected gauge\nzkelect_session_connected %d\n",

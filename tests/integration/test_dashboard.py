@@ -10,8 +10,12 @@ over the dead one's partitions; the killed ones come back (the partitioned
 one gets its share back). Then every query of every panel is evaluated over
 the run through Prometheus's HTTP API (query_range) and must return data:
 a query that returns nothing fails the test, the partition panels' too.
-Grafana's variables are given the values Grafana would: $job all jobs,
-$__rate_interval 15 s.
+Grafana's variables are given the values Grafana would: $job and
+$election all (.*), $__rate_interval 15 s. At the end, the panels an
+operator reads first must say what the agents say: the leader by id, one
+leader in the election and none in the partitioned one, the epoch the
+leader leads under, each partitioned member owning 2 partitions, none
+unowned.
 
 With ZKELECT_DASHBOARD_PNG=FILE, it also draws the run's series (who leads,
 epoch, lease left, transitions) with gnuplot into FILE: README's picture is
@@ -25,12 +29,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
 import pytest
 
 import zkharness
+from promharness import Prometheus
 from zkharness import free_port, poll  # noqa: E402
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,54 +44,6 @@ PARTS_YAML = "partitions:\n  count: %d\n" % NPARTS
 pytestmark = pytest.mark.skipif(shutil.which("prometheus") is None,
                                 reason="prometheus not installed "
                                 "(scripts/install-deps.sh --test installs Debian's package)")
-
-
-class Prometheus:
-    def __init__(self, targets, interval="1s"):
-        self.dir = tempfile.mkdtemp(prefix="zkit-prom-", dir="/tmp")
-        self.port = free_port()
-        conf = os.path.join(self.dir, "prometheus.yml")
-        with open(conf, "w") as f:
-            f.write("global:\n  scrape_interval: %s\n  evaluation_interval: %s\n"
-                    "scrape_configs:\n  - job_name: zkelect\n    scrape_timeout: 900ms\n"
-                    "    static_configs:\n      - targets: [%s]\n"
-                    % (interval, interval, ", ".join('"%s"' % t for t in targets)))
-        self.log = open(os.path.join(self.dir, "prometheus.log"), "wb")
-        self.proc = subprocess.Popen(
-            ["prometheus", "--config.file=" + conf,
-             "--storage.tsdb.path=" + os.path.join(self.dir, "data"),
-             "--web.listen-address=127.0.0.1:%d" % self.port],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-        poll(self.ready, 60, interval=0.2, what="prometheus ready")
-
-    def ready(self):
-        assert self.proc.poll() is None, "prometheus exited; see %s" % self.dir
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % self.port,
-                                        timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def api(self, path, **params):
-        url = "http://127.0.0.1:%d/api/v1/%s?%s" % (self.port, path,
-                                                   urllib.parse.urlencode(params))
-        with urllib.request.urlopen(url, timeout=30) as r:
-            body = json.load(r)
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def dashboard_queries():
@@ -103,7 +58,14 @@ def dashboard_queries():
 
 
 def grafana_vars(expr):
-    return expr.replace("$__rate_interval", "15s").replace('"$job"', '".*"')
+    """expr as Grafana sends it with every variable on All (allValue .*)."""
+    return expr.replace("$__rate_interval", "15s").replace('"$job"', '".*"') \
+        .replace('"$election"', '".*"')
+
+
+def panel_query(title, n=0):
+    """The n-th query of the panel titled `title`, as Grafana sends it."""
+    return grafana_vars([e for t, e in dashboard_queries() if t == title][n])
 
 
 def owned(agent):
@@ -175,6 +137,29 @@ def test_every_dashboard_query_returns_data_through_a_failover(agents, zk_hostpo
             else:
                 print("%-22s %3d series  %s" % (title, len(res), expr))
         assert not empty, "dashboard queries with no data:\n" + "\n".join(empty)
+
+        # What the panels say now, as an operator reads them: by election
+        # and id (zkelect_info), not by scrape address.
+        epoch = second.status()["epoch"]
+        want = {"Leader": {(agents.path, second.id)},
+                "Leaders": {agents.path: 1, parts.path: 0},
+                "Epoch": {agents.path: epoch, parts.path: 0},
+                "Owned per member": {a.id: NPARTS // 3 for a in pag},
+                "unowned": {parts.path: 0}}
+
+        def panels_now():
+            got = {
+                "Leader": {(m["election"], m["id"])
+                           for m, _ in prom.query(panel_query("Leader"))},
+                "Leaders": {m["election"]: v for m, v in prom.query(panel_query("Leaders"))},
+                "Epoch": {m["election"]: v for m, v in prom.query(panel_query("Epoch"))},
+                "Owned per member": {m["id"]: v for m, v in
+                                     prom.query(panel_query("Owned per member"))},
+                "unowned": {m["election"]: v for m, v in
+                            prom.query(panel_query("Moving and unowned", 1))},
+            }
+            return got if got == want else print("panels now: %s" % got)
+        poll(panels_now, 30, interval=0.5, what="the panels to show %s" % want)
 
         png = os.environ.get("ZKELECT_DASHBOARD_PNG")
         if png:

@@ -134,19 +134,30 @@ def test_every_status_field_is_in_the_man_page(tmp_path):
         "describe: %s" % missing
 
 
-def test_every_metric_is_in_the_readme(tmp_path):
-    # No ZooKeeper needed: the agent answers /metrics while it keeps trying.
-    agent = Agent(str(tmp_path), "127.0.0.1:1", "/zkelect/docs", "docs")
-    agent.start()
-    try:
-        body = agent.get("/metrics", timeout=5).body
-    finally:
-        agent.stop()
-    names = sorted(set(re.findall(r"^# TYPE (\w+) ", body, re.M)))
-    assert len(names) >= 20, body
+def exported_metrics(tmp_path):
+    """Every metric family a real agent exports, with partitions and
+    without (no ZooKeeper needed: the agent answers /metrics while it keeps
+    trying)."""
+    names = set()
+    for agent in (Agent(str(tmp_path), "127.0.0.1:1", "/zkelect/docs", "docs"),
+                  Agent(str(tmp_path), "127.0.0.1:1", "/zkelect/docs2", "docs2",
+                        extra_yaml="partitions:\n  count: 2\n")):
+        agent.start()
+        try:
+            body = agent.get("/metrics", timeout=5).body
+        finally:
+            agent.stop()
+        names |= set(re.findall(r"^# TYPE (\w+) ", body, re.M))
+    assert len(names) >= 20 and "zkelect_partitions_owned" in names, names
+    return sorted(names)
+
+
+def test_every_metric_is_documented(tmp_path):
+    """In README's metrics table and in zkelectd(8)'s Metrics."""
+    names = exported_metrics(tmp_path)
     readme = read("README.md")
     table = readme[readme.index("### Metrics"):]
-    table = table[:table.index("\n#")]
+    table = table[:table.index("\n##")]
     documented = set(re.findall(r"zkelect_\w+", table))
     for n in list(documented):
         # `zkelect_renewal_seconds_{sum,count}` documents a summary's parts.
@@ -154,6 +165,12 @@ def test_every_metric_is_in_the_readme(tmp_path):
             documented.add(n[:-1])
     missing = [n for n in names if n not in documented]
     assert missing == [], "metrics the agent exports but README's table omits: %s" % missing
+    man = man_text("doc/zkelectd.8")
+    man = man[man.index(".SS Metrics"):]
+    man = man[:man.index("\n.S", 1)]
+    missing = [n for n in names if not re.search(r"^\.BR? .*\b%s\b" % n, man, re.M)]
+    assert missing == [], "metrics the agent exports but zkelectd(8)'s Metrics omits: " \
+        "%s" % missing
 
 
 def ctl_verbs():
