@@ -46,10 +46,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 KAZOO_MEMBER = os.path.join(bl.HERE, "kazoo_partitioner.py")
 CONS_RE = re.compile(r"\[\d+\]\((.*)\)")
 
-# What the scale table counts in the agents' logs (substrings of a line).
+# What the scale table counts in the agents' logs (substrings of a line):
+# a partition's lease lapsed; a term refused for slow round trips; the
+# watchdog's warning that the event loop has not run for T/4, and its kill
+# at T/2; a connection kicked.
 LOG_MARKS = (("lapsed", "lease lapsed"),
              ("too_little", "too little lease"),
-             ("watchdog", "watchdog"),
+             ("stalls", "the agent is killed"),
+             ("watchdog_kills", "killing the agent"),
              ("kicks", "moving to another server"))
 
 

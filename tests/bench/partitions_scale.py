@@ -26,10 +26,13 @@ ZooKeeper of its own, started fresh, and in it:
                start-up is not timed) until the K are settled; partitions
                moved against the bound ceil(P/K), all to the newcomer;
   logs         over the whole row, lines of the agents' logs with "lease
-               lapsed", "too little lease", "watchdog" and "moving to
-               another server" (a connection kicked), and agents that exited
+               lapsed", "too little lease", the watchdog's and "moving to
+               another server" (a connection kicked), except those an agent
+               writes once told to stop, and agents that exited
                without being told to (a watchdog kill, a crash, a refused
-               configuration), with their last error line.
+               configuration), with their last error line. "stalls" are the
+               watchdog's warnings (the loop has not run for T/4), "watchdog
+               kills" its kills (T/2).
 
 A phase that does not settle within --timeout (120 s) or in which an agent
 dies is reported in its row, and the rest of that row is skipped. Before
@@ -213,11 +216,12 @@ def main():
 
     bl.header("partitions at scale: %d agents, P = %s, T = %s, tickTime 200 ms" % (
         args.agents, ", ".join(map(str, sizes)), args.session_timeout))
-    pb.wait_load(args.max_load)
+    load = pb.wait_load(args.max_load)
     ref = single_reference(args)
     print("reference: a single-election leader alone, %.2f packets/s (mntr), CPU %.3f%% "
-          "(schedstat; %.2f%% utime+stime), VmRSS %.1f MiB" % (
-              ref["mntr"], ref["cpu_ns"], ref["cpu_stat"], ref["rss"] / 1024.0), flush=True)
+          "(schedstat; %.2f%% utime+stime), VmRSS %.1f MiB (load average %.2f at its "
+          "start)" % (ref["mntr"], ref["cpu_ns"], ref["cpu_stat"], ref["rss"] / 1024.0,
+                      load), flush=True)
     rows = []
     for n in sizes:
         r = one_row(n, args)
@@ -247,8 +251,9 @@ def main():
               args.agents, args.session_timeout, args.window))
     print("| P | load | cold start | (from 1st member) | restart | leave | moved / bound "
           "| join | moved / bound | CPU mean | CPU max | packets/agent/s | x single "
-          "| RSS MiB mean / max | lapsed | too little | watchdog | kicks | died |")
-    print("|" + " --- |" * 19)
+          "| RSS MiB mean / max | lapsed | too little | stalls | watchdog kills | kicks "
+          "| died |")
+    print("|" + " --- |" * 20)
     for r in rows:
         st = r.get("steady")
         cs = list(st["cpu_stat"].values()) if st else []
@@ -256,7 +261,7 @@ def main():
         rs = list(st["rss"].values()) if st else []
         lg = r["logs"]
         print("| %d | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-              "| %d | %d | %d | %d | %d |" % (
+              "| %d | %d | %d | %d | %d | %d |" % (
                   r["P"], r["load"], fmt_s(r, "cold"),
                   "%.2f" % r["cold_first"] if "cold_first" in r else "-",
                   fmt_s(r, "restart"), fmt_s(r, "leave"),
@@ -275,7 +280,8 @@ def main():
                   "%.2f" % bl.ratio(st["mntr"], ref["mntr"]) if st else "-",
                   "%.1f / %.1f" % (statistics.mean(rs) / 1024.0, max(rs) / 1024.0)
                   if rs else "-",
-                  lg["lapsed"], lg["too_little"], lg["watchdog"], lg["kicks"],
+                  lg["lapsed"], lg["too_little"], lg["stalls"], lg["watchdog_kills"],
+                  lg["kicks"],
                   len(r["deaths"])))
     print()
     print("growth between consecutive rows (P x4; 1.00 per partition = linear)")
