@@ -1,0 +1,309 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Benchmark: partitions at scale (issue 31), one table row per partition
+count P (64, 256, 1024, 4096; 16384 with --max 16384), K agents (--agents,
+8), session timeout T (--session-timeout, 2 s; the agents are told
+`tick_time` 200 ms, the servers' tickTime). Each row has a standalone
+ZooKeeper of its own, started fresh, and in it:
+
+  cold start   all K agents started at once on the fresh server (the paths
+               absent) until settled (partharness.settled: every agent
+               counts K members, owns exactly what it is assigned, the
+               shares are floor/ceil of P/K, every partition has one owner);
+               also from the first member node's creation (its ctime);
+  restart      all K stopped with SIGTERM (each waited for), then all
+               started again, the paths now present, until settled;
+  steady state settled, --quiet s (2), then a --window (20 s) with nothing
+               done: each agent's CPU % (utime+stime of /proc/PID/stat over
+               the window; the finer schedstat as well), mean and max over
+               the agents; ZooKeeper packets received per agent per second
+               (mntr's zk_packets_received over the window / K); VmRSS;
+  leave        SIGTERM of the oldest member (the lowest member node), until
+               the K-1 left are settled, and how many partitions changed
+               owner (owner maps before and after) against doc/design.md's
+               bound: only the leaver's own partitions move;
+  join         it starts again, timed from its member node's creation (its
+               start-up is not timed) until the K are settled; partitions
+               moved against the bound ceil(P/K), all to the newcomer;
+  logs         over the whole row, lines of the agents' logs with "lease
+               lapsed", "too little lease", the watchdog's and "moving to
+               another server" (a connection kicked), except those an agent
+               writes once told to stop, and agents that exited
+               without being told to (a watchdog kill, a crash, a refused
+               configuration), with their last error line. "stalls" are the
+               watchdog's warnings (the loop has not run for T/4), "watchdog
+               kills" its kills (T/2).
+
+A phase that does not settle within --timeout (120 s) or in which an agent
+dies is reported in its row, and the rest of that row is skipped. Before
+every clock starts the agents are settled and --quiet s pass.
+
+Reference, same run: one agent leading a single election alone, on a
+server of its own with the same T, ZooKeeper packets per second measured
+the same way (partitions_cost.py), and its CPU %.
+
+Growth: between consecutive rows, the ratio of each settle time and of the
+CPU per partition (a ratio of 1 is linear growth).
+
+    tests/bench/partitions_scale.py [--agents 8] [--sizes 64,256,1024,4096]
+        [--max 16384] [--session-timeout 2s] [--window 20] [--quiet 2]
+        [--timeout 120] [--interval 0.05] [--max-load 1.0]
+"""
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import benchlib as bl
+from benchlib import BenchAgentSet, ZooKeeperServer
+
+import partbench as pb
+
+SIZES = [64, 256, 1024, 4096, 16384]
+
+
+def new_server():
+    return ZooKeeperServer(tick_ms=200, min_session_ms=400, max_session_ms=20000).start()
+
+
+def single_reference(args):
+    """One agent leading a single election alone: packets/s and CPU %."""
+    zk = new_server()
+    aset = BenchAgentSet(zk.hostport, "/zkelect/bench-single")
+    try:
+        a = aset.new("single", session_timeout=args.session_timeout, tick_time="200ms")
+        a.wait_for(lambda s: s["role"] == "leader", 30, what="the leader")
+        bl.quiet(args.quiet)
+        c0 = (pb.cpu_ticks(a.pid), pb.cpu_ns(a.pid), time.monotonic())
+        m0 = bl.mntr(zk)["zk_packets_received"]
+        t0 = time.monotonic()
+        time.sleep(args.window)
+        m1 = bl.mntr(zk)["zk_packets_received"]
+        secs = time.monotonic() - t0
+        c1 = (pb.cpu_ticks(a.pid), pb.cpu_ns(a.pid), time.monotonic())
+        return {"mntr": (m1 - m0) / secs,
+                "cpu_stat": 100.0 * (c1[0] - c0[0]) / pb.CLK_TCK / (c1[2] - c0[2]),
+                "cpu_ns": 100.0 * (c1[1] - c0[1]) / 1e9 / (c1[2] - c0[2]),
+                "rss": pb.rss_kib(a.pid)}
+    finally:
+        aset.cleanup()
+        zk.cleanup()
+
+
+def one_row(n, args):
+    k = args.agents
+    row = {"P": n, "notes": [], "load": pb.wait_load(args.max_load)}
+    zk = new_server()
+    side = pb.ZkelectSide(zk.hostport, "/zkelect/bench-scale", k, n, args.session_timeout)
+    ms = side.members
+    try:
+        # cold start, paths absent
+        t0 = time.monotonic()
+        for m in ms:
+            side.start(m)
+        s = pb.wait_settled(side, ms, t0, args.timeout, args.interval)
+        row["cold"] = s
+        if not s.ok:
+            row["owned_at_end"] = side.owned_total([m for m in ms if m.running()])
+            return row
+        row["cold_first"] = s.wall - side.first_ctime() / 1000.0
+        print("  P=%d: cold start %s" % (n, s.fmt()), flush=True)
+
+        # restart, paths present
+        bl.quiet(args.quiet)
+        t0 = time.monotonic()
+        for m in ms:
+            side.term(m)
+        rcs = {m.id: side.wait_exit(m) for m in ms}
+        row["stop_all"] = time.monotonic() - t0
+        bad = {i: rc for i, rc in rcs.items() if rc != 0}
+        if bad:
+            row["notes"].append("stop: exit statuses %s" % bad)
+        t0 = time.monotonic()
+        for m in ms:
+            side.start(m)
+        s = pb.wait_settled(side, ms, t0, args.timeout, args.interval)
+        row["restart"] = s
+        if not s.ok:
+            row["owned_at_end"] = side.owned_total([m for m in ms if m.running()])
+            return row
+        print("  P=%d: restart %s" % (n, s.fmt()), flush=True)
+
+        # steady state
+        st = pb.steady(zk, side, ms, args.quiet, args.window)
+        row["steady"] = st
+        if not st["still"]:
+            row["notes"].append("not settled at the end of the window")
+        before = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+        if not before.ok:
+            row["notes"].append("after the window: %s" % before.note)
+            return row
+
+        # leave: the oldest member
+        ctimes = {m.id: side.member_ctime(m) for m in ms}
+        leaver = min(ms, key=lambda m: ctimes[m.id])
+        rest = [m for m in ms if m is not leaver]
+        bl.quiet(args.quiet)
+        t0 = time.monotonic()
+        side.term(leaver)
+        s = pb.wait_settled(side, rest, t0, args.timeout, args.interval)
+        rc = side.wait_exit(leaver)
+        if rc != 0:
+            row["notes"].append("%s exited %s after SIGTERM" % (leaver.id, rc))
+        row["leave"] = s
+        if not s.ok:
+            return row
+        mv = pb.moved(before.owners, s.owners)
+        row["leave_moved"] = len(mv)
+        row["leave_bound"] = sum(1 for o in before.owners.values() if o == leaver.id)
+        row["leave_others"] = sum(1 for p in mv if before.owners[p] != leaver.id)
+
+        # join: the same agent again, from its member node's creation
+        before = s
+        bl.quiet(args.quiet)
+        side.start(leaver)
+        s = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+        row["join"] = s
+        if not s.ok:
+            return row
+        s.secs = s.wall - side.member_ctime(leaver) / 1000.0
+        mv = pb.moved(before.owners, s.owners)
+        row["join_moved"] = len(mv)
+        row["join_bound"] = math.ceil(n / k)
+        row["join_elsewhere"] = sum(1 for p in mv if s.owners[p] != leaver.id)
+        side.check_deaths(ms)
+    finally:
+        side.check_deaths([m for m in ms if m.proc is not None])
+        row["deaths"] = list(side.deaths)
+        row["logs"] = side.log_counts()
+        side.cleanup()
+        zk.cleanup()
+    return row
+
+
+def secs(row, key):
+    s = row.get(key)
+    return s.secs if s is not None and s.ok else None
+
+
+def fmt_s(row, key):
+    s = row.get(key)
+    if s is None:
+        return "-"
+    return "%.2f" % s.secs if s.ok else "**failed**"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--agents", type=int, default=8)
+    ap.add_argument("--sizes", default="64,256,1024,4096")
+    ap.add_argument("--max", type=int, default=4096,
+                    help="the largest P of 64, 256, 1024, 4096, 16384 to run")
+    ap.add_argument("--session-timeout", default="2s")
+    ap.add_argument("--window", type=float, default=20.0)
+    ap.add_argument("--quiet", type=float, default=2.0)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--interval", type=float, default=0.05)
+    ap.add_argument("--max-load", type=float, default=0.0,
+                    help="wait before each row until the 1-minute load average is "
+                         "below this (0: do not wait)")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes += [p for p in SIZES if max(sizes) < p <= args.max]
+    sizes = [p for p in sizes if p <= args.max]
+
+    bl.header("partitions at scale: %d agents, P = %s, T = %s, tickTime 200 ms" % (
+        args.agents, ", ".join(map(str, sizes)), args.session_timeout))
+    load = pb.wait_load(args.max_load)
+    ref = single_reference(args)
+    print("reference: a single-election leader alone, %.2f packets/s (mntr), CPU %.3f%% "
+          "(schedstat; %.2f%% utime+stime), VmRSS %.1f MiB (load average %.2f at its "
+          "start)" % (ref["mntr"], ref["cpu_ns"], ref["cpu_stat"], ref["rss"] / 1024.0,
+                      load), flush=True)
+    rows = []
+    for n in sizes:
+        r = one_row(n, args)
+        rows.append(r)
+        print("P = %d (load average %.2f at its start)" % (n, r["load"]), flush=True)
+        for note in r["notes"]:
+            print("  note: %s" % note)
+        for phase in ("cold", "restart", "leave", "join"):
+            s = r.get(phase)
+            if s is not None and not s.ok:
+                print("  %s: %s" % (phase, s.note))
+        if "owned_at_end" in r:
+            print("  partitions owned when it was given up: %d of %d"
+                  % (r["owned_at_end"], n))
+        for d in r["deaths"]:
+            print("  died: %s, exit status %s, last line: %s" % d)
+        stop = ["%s %d" % (k, r["logs"]["stopping_" + k]) for k, _ in pb.LOG_MARKS
+                if r["logs"]["stopping_" + k]]
+        print("  log lines of the row: %s; after a SIGTERM (not in the table): %s" % (
+            ", ".join("%s %d" % (k, r["logs"][k]) for k, _ in pb.LOG_MARKS),
+            ", ".join(stop) or "none"))
+        sys.stdout.flush()
+
+    print()
+    print("K = %d agents, T = %s; times in seconds; CPU %% of one core per agent over "
+          "a %.0f s window (utime+stime; schedstat in brackets)" % (
+              args.agents, args.session_timeout, args.window))
+    print("| P | load | cold start | (from 1st member) | restart | leave | moved / bound "
+          "| join | moved / bound | CPU mean | CPU max | packets/agent/s | x single "
+          "| RSS MiB mean / max | lapsed | too little | stalls | watchdog kills | kicks "
+          "| died |")
+    print("|" + " --- |" * 20)
+    for r in rows:
+        st = r.get("steady")
+        cs = list(st["cpu_stat"].values()) if st else []
+        cn = list(st["cpu_ns"].values()) if st else []
+        rs = list(st["rss"].values()) if st else []
+        lg = r["logs"]
+        print("| %d | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+              "| %d | %d | %d | %d | %d | %d |" % (
+                  r["P"], r["load"], fmt_s(r, "cold"),
+                  "%.2f" % r["cold_first"] if "cold_first" in r else "-",
+                  fmt_s(r, "restart"), fmt_s(r, "leave"),
+                  "%d / %d%s" % (r["leave_moved"], r["leave_bound"],
+                                 " (%d others')" % r["leave_others"]
+                                 if r["leave_others"] else "")
+                  if "leave_moved" in r else "-",
+                  fmt_s(r, "join"),
+                  "%d / %d%s" % (r["join_moved"], r["join_bound"],
+                                 " (%d elsewhere)" % r["join_elsewhere"]
+                                 if r["join_elsewhere"] else "")
+                  if "join_moved" in r else "-",
+                  "%.2f (%.2f)" % (statistics.mean(cs), statistics.mean(cn)) if cs else "-",
+                  "%.2f (%.2f)" % (max(cs), max(cn)) if cs else "-",
+                  "%.2f" % st["mntr"] if st else "-",
+                  "%.2f" % bl.ratio(st["mntr"], ref["mntr"]) if st else "-",
+                  "%.1f / %.1f" % (statistics.mean(rs) / 1024.0, max(rs) / 1024.0)
+                  if rs else "-",
+                  lg["lapsed"], lg["too_little"], lg["stalls"], lg["watchdog_kills"],
+                  lg["kicks"],
+                  len(r["deaths"])))
+    print()
+    print("growth between consecutive rows (P x4; 1.00 per partition = linear)")
+    print("| P | cold start | restart | leave | join | CPU per agent | CPU per partition |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for a, b in zip(rows, rows[1:]):
+        cells = []
+        for key in ("cold", "restart", "leave", "join"):
+            x, y = secs(a, key), secs(b, key)
+            cells.append("x%.2f" % (y / x) if x and y else "-")
+        ca = statistics.mean(a["steady"]["cpu_ns"].values()) if a.get("steady") else None
+        cb = statistics.mean(b["steady"]["cpu_ns"].values()) if b.get("steady") else None
+        if ca and cb:
+            cells.append("x%.2f" % (cb / ca))
+            cells.append("%.2f" % ((cb / b["P"]) / (ca / a["P"])))
+        else:
+            cells += ["-", "-"]
+        print("| %d -> %d | %s |" % (a["P"], b["P"], " | ".join(cells)))
+    print("(CPU from schedstat; P grows x%s between rows)" % ", x".join(
+        "%g" % (b["P"] / a["P"]) for a, b in zip(rows, rows[1:])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(bl.run_main(main))
