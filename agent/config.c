@@ -1400,6 +1400,28 @@ flags_scalar(yaml_document_t *doc, const char *text, int flag)
 	    YAML_DOUBLE_QUOTED_SCALAR_STYLE), flag);
 }
 
+/*
+ * A flag's text as a scalar, or 0 with an error when libyaml refuses it:
+ * it takes only UTF-8 (a file's other bytes are refused by its parser,
+ * at file:line:col).
+ */
+static int
+flags_text(struct loader *ld, yaml_document_t *doc, const char *text,
+    int flag)
+{
+	yaml_mark_t mark = { (size_t)flag, 0, 0 };
+	int id;
+
+	id = yaml_document_add_scalar(doc, NULL,
+	    (yaml_char_t *)(uintptr_t)text, (int)strlen(text),
+	    YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	if (id == 0) {
+		conf_error(ld, &mark, "not valid UTF-8 text");
+		return 0;
+	}
+	return flags_node(doc, id, flag);
+}
+
 /* The mapping under key NAME of mapping MAP, made if it is not there. */
 static int
 flags_section(yaml_document_t *doc, int map, const char *name, int flag)
@@ -1484,7 +1506,7 @@ config_from_flags(const char *prog, const struct config_flag *flags, int n,
 	char key[128], *dot, *name, *cmd;
 	const char *why;
 	yaml_mark_t mark = { 0, 0, 0 };
-	int root, map, seq, i, j;
+	int root, map, seq, item, i, j;
 
 	conf = config_new();
 	ld.conf = conf;
@@ -1502,9 +1524,10 @@ config_from_flags(const char *prog, const struct config_flag *flags, int n,
 			map = flags_section(&doc, map, name, i + 1);
 		}
 		if (flags[i].argv == NULL) {
-			if (!yaml_document_append_mapping_pair(&doc, map,
-			    flags_scalar(&doc, name, i + 1),
-			    flags_scalar(&doc, flags[i].value, i + 1)))
+			if ((item = flags_text(&ld, &doc, flags[i].value,
+			    i + 1)) != 0 &&
+			    !yaml_document_append_mapping_pair(&doc, map,
+			    flags_scalar(&doc, name, i + 1), item))
 				abort();
 			continue;
 		}
@@ -1519,11 +1542,14 @@ config_from_flags(const char *prog, const struct config_flag *flags, int n,
 				conf_error(&ld, &mark, "cannot run '%s': %s",
 				    flags[i].argv[0], why);
 			}
-			if (!yaml_document_append_sequence_item(&doc, seq,
-			    flags_scalar(&doc, cmd != NULL ? cmd :
-			    flags[i].argv[j], i + 1)))
-				abort();
+			item = flags_text(&ld, &doc, cmd != NULL ? cmd :
+			    flags[i].argv[j], i + 1);
 			free(cmd);
+			if (item == 0)
+				break;		/* said once per flag */
+			if (!yaml_document_append_sequence_item(&doc, seq,
+			    item))
+				abort();
 		}
 		if (!yaml_document_append_mapping_pair(&doc, map,
 		    flags_scalar(&doc, name, i + 1), seq))

@@ -420,6 +420,14 @@ START_TEST(test_flags)
 		{ "--path", "election.path", "/a", NULL },
 		{ "--", "notify.run", NULL, nosuch },
 	};
+	static char x0[] = "true", x1[] = "a\xc3(";
+	char *const badarg[] = { x0, x1, NULL };
+	const struct config_flag notutf8[] = {
+		{ "--zookeeper", "zookeeper.servers", "127.0.0.1:2181", NULL },
+		{ "--path", "election.path", "/a", NULL },
+		{ "--id", "election.id", "\xff", NULL },
+		{ "--", "notify.run", NULL, badarg },
+	};
 	struct config *conf;
 	char *errs;
 
@@ -459,6 +467,14 @@ START_TEST(test_flags)
 	ck_assert_ptr_null(from_flags(missing, 3, &errs));
 	ck_assert_str_eq(errs, "zkelectd: --: cannot run "
 	    "'no-such-command-zkelect': not found in PATH\n");
+	free(errs);
+
+	/* Bytes that are not UTF-8 (a file's would be refused by the YAML
+	 * parser): an error naming the flag, not an abort. */
+	ck_assert_ptr_null(from_flags(notutf8, 4, &errs));
+	ck_assert_str_eq(errs,
+	    "zkelectd: --id: not valid UTF-8 text\n"
+	    "zkelectd: --: not valid UTF-8 text\n");
 	free(errs);
 }
 END_TEST
