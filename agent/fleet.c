@@ -1223,7 +1223,7 @@ fleet_srenew_due(const struct fleet *f)
 
 	if (!f->partitioned)
 		return 0;
-	if (f->srenew_inflight && !f->srenew_kicked)
+	if (f->srenew_inflight && !f->srenew_kicked && f->nleading > 0)
 		return fleet_stalled_since(f) + e->shape.kick;
 	if (!f->srenew_inflight && fleet_srenew_wanted(f))
 		return f->srenew_next == 0 ? 1 : f->srenew_next;
@@ -1239,8 +1239,11 @@ fleet_srenew_tick(struct fleet *f, struct fleet_actions *out)
 	struct fleet_action *a;
 
 	if (f->srenew_inflight) {
-		if (!f->srenew_kicked && f->now >= fleet_stalled_since(f) +
-		    e->shape.kick) {
+		/* Only a leader's lease is at stake (as with one election):
+		 * an agent that leads nothing stays on a slow server, and its
+		 * round trips say why it does not lead. */
+		if (!f->srenew_kicked && f->nleading > 0 &&
+		    f->now >= fleet_stalled_since(f) + e->shape.kick) {
 			f->srenew_kicked = true;
 			f->last_kick_at = f->now;
 			a = fleet_push(out, FACT_KICK, -1);

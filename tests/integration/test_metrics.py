@@ -130,7 +130,7 @@ def test_info_and_reason_follow_a_missing_chroot(agents, observer, zk_hostport):
 def test_a_member_behind_a_slow_link_shows_its_partitions_moving_in(agents, proxies):
     """The only member of a partitioned election, its round trips 0.25 T:
     the assignment gives it all 4 partitions and it leads none, so all 4
-    are moving in, and it owns none."""
+    are moving in, and it owns none; its status and metrics say why."""
     p = proxies()
     p.delay(int(0.25 * T * 1000 / 2))
     a = agents.new("slow", zk_hostport=p.hostport, extra_yaml="partitions:\n  count: 4\n")
@@ -143,6 +143,15 @@ def test_a_member_behind_a_slow_link_shows_its_partitions_moving_in(agents, prox
         assert m["zkelect_partitions_owned"] == 0
         assert m["zkelect_lease_remaining_seconds"] == 0
         time.sleep(0.2)
+    # And it says why, as one election would, on the connection it has:
+    # an agent that leads nothing does not drop it for a slow renewal
+    # (before: kicked every T/6 for ever, 'connecting', no reason).
+    st = a.wait_for(lambda s: s["reason"] is not None, 10 * SLOW,
+                    what="a reason for owning nothing")
+    assert "round trips" in st["reason"], st
+    assert st["session"]["state"] == "connected", st
+    poll(lambda: reasons(metrics(a)) == ["slow_zookeeper"], 5 * SLOW,
+         what="the reason in the metrics")
 
 
 def test_a_lapsed_lease_is_counted(agents, proxies):
