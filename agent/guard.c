@@ -278,15 +278,21 @@ guard_retitle(const char *title)
 /* The command, between the fork and its exec (never returns). */
 static void __attribute__((noreturn))
 guard_exec(pid_t guard, int ctl, int out, int devnull, int status_fd,
-    char *const argv[], char *const envp[], int flags)
+    int go_fd, char *const argv[], char *const envp[], int flags)
 {
 	sigset_t none;
+	char c;
 	int err;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != guard)
 		_exit(127);		/* the guard died before we could know */
+	/* The guard has its title once this ends (end of file): whoever
+	 * the command tells its parent's pid finds it named in ps. */
+	while (read(go_fd, &c, 1) == -1 && errno == EINTR)
+		;
+	close(go_fd);
 	if (devnull != -1)
 		dup2(devnull, STDIN_FILENO);
 	if (out != -1) {
@@ -322,7 +328,7 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 	struct pollfd pfd[2];
 	sigset_t chld;
 	pid_t me = getpid(), cmd;
-	int keep[3], ep[2], err = 0, sfd, st, status = 0, i;
+	int keep[3], ep[2], gp[2], err = 0, sfd, st, status = 0, i;
 	bool reaped = false;
 	char cmds[16], title[512];
 	size_t t, k;
@@ -356,17 +362,30 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 	if (pipe2(ep, O_CLOEXEC) == -1) {
 		cmd = -1;
 		err = errno;
+	} else if (pipe2(gp, O_CLOEXEC) == -1) {
+		cmd = -1;
+		err = errno;
+		close(ep[0]);
+		close(ep[1]);
 	} else if ((cmd = fork()) == 0) {
 		close(ep[0]);
-		guard_exec(me, ctl, out, devnull, ep[1], argv,
+		close(gp[1]);
+		guard_exec(me, ctl, out, devnull, ep[1], gp[0], argv,
 		    envp != NULL ? envp : environ, flags);
 	} else if (cmd == -1) {
 		err = errno;
 		close(ep[0]);
 		close(ep[1]);
+		close(gp[0]);
+		close(gp[1]);
 	} else {
 		setpgid(cmd, cmd);	/* both sides: no race with a kill */
 		close(ep[1]);
+		close(gp[0]);
+		/* ps: not a second zkelectd -c FILE; the command's argv may
+		 * lie in the area, but it is forked: its copy is its own. */
+		guard_retitle(title);
+		close(gp[1]);		/* go */
 		/* End of file: the exec worked (the pipe is close-on-exec). */
 		while ((n = read(ep[0], &err, sizeof(err))) == -1 &&
 		    errno == EINTR)
@@ -375,7 +394,8 @@ guard_main(int ctl, int out, int devnull, char *const argv[],
 			err = 0;
 		close(ep[0]);
 	}
-	guard_retitle(title);	/* ps: not a second zkelectd -c FILE */
+	if (cmd == -1)
+		guard_retitle(title);
 	if (out != -1)
 		close(out);	/* only the command holds it now */
 	if (devnull != -1)
