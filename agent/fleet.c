@@ -1297,6 +1297,7 @@ fleet_srenew_tick(struct fleet *f, struct fleet_actions *out)
 		    f->now >= fleet_stalled_since(f) + e->shape.kick) {
 			f->srenew_kicked = true;
 			f->last_kick_at = f->now;
+			f->kicks++;
 			a = fleet_push(out, FACT_KICK, -1);
 			a->a.type = ACT_KICK;
 		}

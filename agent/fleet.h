@@ -195,6 +195,7 @@ struct fleet {
 	bool		 joined_once;	/* a member node made in this run */
 	bool		 new_session_owed;
 	uint64_t	 last_kick_at;
+	uint64_t	 kicks;		/* the session renewal's kicks */
 
 	/* the session's renewal: one for every partition */
 	bool		 srenew_inflight;
