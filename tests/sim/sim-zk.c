@@ -1170,10 +1170,13 @@ zk_connect(struct server *sv, struct conn *c, const struct msg *m)
 	}
 	if (sv->deposed) {
 		/* It still thinks it leads: revalidates in its own tracker,
-		 * which nobody will read again. */
+		 * which nobody will read again. A session its successor
+		 * made is not in it: expired, the client is told
+		 * (ZooKeeperServer.revalidateSession). */
 		struct zsession *z = zk_session(m->session);
 
-		zk_connected(c, m->session, z != NULL && !z->closing, timeout);
+		zk_connected(c, m->session, z != NULL && !z->closing &&
+		    z - S->sessions < S->dep_nsessions, timeout);
 		return;
 	}
 	f = msg_new(M_REVALIDATE);
@@ -1919,6 +1922,7 @@ zk_depose(stime duration, bool crash)
 	}
 	sv->deposed = true;
 	sv->dep_hang = S->nlog > 0 && S->log[S->nlog - 1].zxid > S->committed;
+	S->dep_nsessions = S->nsessions;
 }
 
 /* --- The ZooKeeper leader fails (fault 17) --- */

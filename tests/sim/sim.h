@@ -576,6 +576,8 @@ struct sim {
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */
+	int		 dep_nsessions;	/* the sessions a deposed leader's
+					   tracker holds: those made before */
 	bool		 leader_failed;	/* zk_leader_fail: the next leader is
 					   another process, its ticks at
 					   another phase */
