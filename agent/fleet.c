@@ -573,6 +573,11 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	    drained = 0;
 	bool changed = false, *mine, avoid = false, ignore_drain;
 
+	if (f->join_until != 0 && f->now < f->join_until) {
+		f->assign_owed = true;	/* the window's end assigns */
+		return;
+	}
+	f->join_until = 0;
 	f->assign_owed = false;
 	f->assigned_at = f->now;
 	if (f->stopping)
@@ -664,9 +669,47 @@ fleet_actions_free(struct fleet_actions *out)
 static uint64_t
 fleet_assign_due(const struct fleet *f)
 {
+	uint64_t t;
+
 	if (!f->assign_owed)
 		return 0;
-	return f->assigned_at != 0 ? f->assigned_at + FLEET_ASSIGN_GAP_MS : 1;
+	t = f->assigned_at != 0 ? f->assigned_at + FLEET_ASSIGN_GAP_MS : 1;
+	return f->join_until > t ? f->join_until : t;
+}
+
+/*
+ * The join window (doc/design.md, "Thousands of partitions"): an agent
+ * that has just made its first member node assigns once the member list
+ * has stood still for a quiet span, and no later than FLEET_JOIN_SPANS
+ * such spans after it joined. In a cold start the agents join within a
+ * second or two of each other; the first to list would otherwise be
+ * given every partition, queue in all of them, and hand most of them
+ * over again behind its own backlog. The span grows with what that waste
+ * would cost, a quarter of a millisecond per partition (1 s at 4,096),
+ * and is at most T/2.
+ */
+#define FLEET_JOIN_US_PER_PART	250
+#define FLEET_JOIN_SPANS	3
+
+static uint64_t
+fleet_join_quiet(const struct fleet *f)
+{
+	uint64_t q = (uint64_t)f->nparts * FLEET_JOIN_US_PER_PART / 1000,
+	    half = (uint64_t)fleet_session(f)->timeout_ms / 2;
+
+	return q < half ? q : half;
+}
+
+/* A listing, or our node made: the window waits for a quiet span. */
+static void
+fleet_join_heard(struct fleet *f)
+{
+	uint64_t t;
+
+	if (f->join_until == 0)
+		return;
+	t = f->now + fleet_join_quiet(f);
+	f->join_until = t < f->join_cap ? t : f->join_cap;
 }
 
 void
@@ -879,6 +922,7 @@ fleet_members_listed(struct fleet *f, struct fleet_actions *out)
 	    f->session == SESSION_CONNECTED)
 		fleet_member_create(f, out);
 	fleet_members_check(f);
+	fleet_join_heard(f);
 	fleet_assign(f, out);
 }
 
@@ -1021,6 +1065,13 @@ fleet_members_apply_created(struct fleet *f, const struct election_event *ev,
 		    slash != NULL ? slash + 1 : ev->name);
 		log_info("partitions: joined as member %s/%s", f->members_path,
 		    f->member_node);
+		if (!f->joined_once) {
+			f->joined_once = true;
+			f->join_cap = f->now + FLEET_JOIN_SPANS *
+			    fleet_join_quiet(f);
+			f->join_until = f->now;
+			fleet_join_heard(f);
+		}
 		fleet_member_set(f, out);	/* changed while it was made */
 		fleet_assign(f, out);
 	} else if (ev->rc != ZOK && ev->rc != ZCONNECTIONLOSS &&
@@ -1246,6 +1297,7 @@ fleet_srenew_tick(struct fleet *f, struct fleet_actions *out)
 		    f->now >= fleet_stalled_since(f) + e->shape.kick) {
 			f->srenew_kicked = true;
 			f->last_kick_at = f->now;
+			f->kicks++;
 			a = fleet_push(out, FACT_KICK, -1);
 			a->a.type = ACT_KICK;
 		}

@@ -190,8 +190,12 @@ struct fleet {
 	int		 member_reads;	/* data reads of it in flight */
 	bool		 assign_owed;	/* a partition's leader changed */
 	uint64_t	 assigned_at;	/* the last assignment */
+	uint64_t	 join_until;	/* the join window's end (0: over) */
+	uint64_t	 join_cap;	/* and its latest */
+	bool		 joined_once;	/* a member node made in this run */
 	bool		 new_session_owed;
 	uint64_t	 last_kick_at;
+	uint64_t	 kicks;		/* the session renewal's kicks */
 
 	/* the session's renewal: one for every partition */
 	bool		 srenew_inflight;

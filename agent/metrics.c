@@ -394,7 +394,7 @@ metrics_write(struct agent *agent, const struct api_stats *as, uint64_t now,
 	    "dropped to reach another within the lease.\n"
 	    "# TYPE zkelect_connection_kicks_total counter\n"
 	    "zkelect_connection_kicks_total %" PRIu64 "\n",
-	    e->rides_kept, e->rides_lost, e->kicks);
+	    e->rides_kept, e->rides_lost, e->kicks + agent->fleet.kicks);
 	evbuffer_add_printf(out,
 	    "# HELP zkelect_renewals_total Lease renewals acknowledged.\n"
 	    "# TYPE zkelect_renewals_total counter\nzkelect_renewals_total %" PRIu64 "\n",

@@ -436,3 +436,51 @@ def test_step_down_keeps_the_old_behaviour(proxied):
     assert s["epoch"] > e0
     print("\nstep_down: unknown %.3f s after the reset" % took)
     assert took < 2.0 * SLOW
+
+
+def test_partitions_ride_through_their_server_stopped(ens, request):
+    """An agent leading 4 partitions, its own server SIGSTOPped: the fleet
+    drops the hung connection (the renewal unanswered for T/6, kicked as
+    one election's leader would be) and reconnects to another server
+    within the lease, so every partition keeps its term and epoch."""
+    aset = AgentSet(ens.hostports, "/zkelect/ride-%s" % os.urandom(6).hex())
+    aset.logs_in_report(request)
+    try:
+        a = aset.new("a", session_timeout="6s", extra_yaml="partitions:\n  count: 4\n")
+
+        def parts():
+            return a.get("/v1/partitions").json()["partitions"]
+        before = poll(lambda: (lambda p: p if all(x["is_leader"] for x in p) else None)(
+            parts()), 30 * SLOW, what="a leads all 4 partitions")
+        epochs = {x["name"]: x["epoch"] for x in before}
+        sid = None
+        for ln in a.log_text().splitlines():
+            m = re.search(r"connected, session 0x([0-9a-f]+)", ln)
+            if m:
+                sid = int(m.group(1), 16)
+        srv = poll(lambda: ens.server_of_session(sid), 10, what="a's server")
+        srv.pause()
+        t0 = time.monotonic()
+        lost = []
+        try:
+            # Sample until reconnected (the client alone would wait 2T/3 =
+            # 4 s of silence, and the lease would run out first).
+            while time.monotonic() - t0 < 20 * SLOW:
+                p = parts()
+                lost += [x["name"] for x in p
+                         if not x["is_leader"] or x["epoch"] != epochs[x["name"]]]
+                if metric(a, "zkelect_connection_kicks_total") >= 1 and \
+                        a.status()["session"]["state"] == "connected":
+                    break
+                time.sleep(0.05)
+        finally:
+            srv.resume()
+        took = time.monotonic() - t0
+        assert metric(a, "zkelect_connection_kicks_total") >= 1, \
+            "the hung connection was never dropped"
+        assert a.status()["session"]["state"] == "connected", "a never reconnected"
+        assert lost == [], "partitions lost or re-led during the ride: %s" % lost
+        print("\npartitions, own server stopped, T = 6 s: connected again after %.2f s, "
+              "every partition kept" % took)
+    finally:
+        aset.cleanup()
