@@ -1591,7 +1591,7 @@ p_osync_start(struct pconn *c, const struct preq *q)
 static void
 p_server_recv(void *p, uint64_t unused)
 {
-	struct pmsg *m = p, *rm;
+	struct pmsg *m = p, *rm, *last;
 	struct pconn *c = m->c;
 	struct psess *z;
 	const struct ptree *trees = S->tree;
@@ -1709,8 +1709,13 @@ p_server_recv(void *p, uint64_t unused)
 		rm->timeout_ms = z->timeout_ms;
 		p_send(rm, false);
 		/* SetWatches: what changed since the client's zxid fires now,
-		 * the rest is set again (the deposed side's never fire). */
+		 * the rest is set again (the deposed side's never fire). The
+		 * zxid the client takes from it comes with the last event:
+		 * zookeeper.c takes none from a notification, and the reply
+		 * that has one follows them all, so a connection closed
+		 * midway leaves the client's zxid where it was. */
 setwatches:
+		last = NULL;
 		for (i = 0; i < m->nw; i++) {
 			const struct wreg *w = &m->w[i];
 			const struct ptree *t = &trees[w->tree];
@@ -1741,9 +1746,11 @@ setwatches:
 			wm->tree = w->tree;
 			wm->wtype = wt;
 			snprintf(wm->name, NAME, "%s", w->name);
-			wm->zxid = c->dep ? S->dep_zxid : S->zxid;
 			p_send(wm, false);
+			last = wm;
 		}
+		if (last != NULL)
+			last->zxid = c->dep ? S->dep_zxid : S->zxid;
 		break;
 	case M_PING:
 		if (c->hung)
