@@ -504,7 +504,7 @@ fault_stop_after_reply(struct conn *c, const struct zreq *r)
 {
 	const struct agent *a = &S->agents[c->agent];
 	stime d = F.worst_for;
-	int i;
+	int i, s;
 
 	if (F.worst_until < S->now || c->server == zk_leader() ||
 	    S->servers[c->server].deposed || r->kind != K_RENEW ||
@@ -515,19 +515,31 @@ fault_stop_after_reply(struct conn *c, const struct zreq *r)
 		F.worst_skip--;
 		return false;
 	}
-	if (!fault_follower_free(c->server, S->now + d))
+	/* An observer's ObserverMaster (--shape relay), half the time: it
+	 * passed the renewal's sync back; the touches the observer reported
+	 * to it, or will, do not reach the leader. */
+	s = c->server;
+	if (S->servers[s].observer && S->servers[s].master != zk_leader() &&
+	    sim_chance(50))
+		s = S->servers[s].master;
+	if (!fault_follower_free(s, S->now + d))
 		return false;
 	F.worst_until = 0;
-	sim_trace("the worst case: s%d relayed %s's renewal and %s", c->server,
-	    a->id, F.worst_cut ? "is cut off" : "stops");
+	if (s == c->server)
+		sim_trace("the worst case: s%d relayed %s's renewal and %s", s,
+		    a->id, F.worst_cut ? "is cut off" : "stops");
+	else
+		sim_trace("the worst case: s%d, the ObserverMaster of s%d, "
+		    "passed %s's renewal back and %s", s, c->server, a->id,
+		    F.worst_cut ? "is cut off" : "stops");
 	fault_heal_at(S->now + d + 600000);
 	if (!F.worst_cut) {
-		zk_server_stop(c->server, d);
-		return true;
+		zk_server_stop(s, d);
+		return s == c->server;
 	}
-	zk_server_partition(c->server, d);
+	zk_server_partition(s, d);
 	for (i = 0; i < S->nagents; i++)
-		fault_partition(i, c->server, d);
+		fault_partition(i, s, d);
 	return false;
 }
 

@@ -11,9 +11,9 @@
  * With --failover that leader also fails, and a new one takes over with a
  * new session tracker (zkelect-sim's fault 17). With --shape, zkelect-sim's
  * shapes of deployment as switches of this model (p_shapes_init): a
- * deposed leader serving its side, observers relaying touches through an
- * ObserverMaster, tickTime = T/2, a lower maxSessionTimeout on some
- * servers.
+ * deposed leader serving its side, observers relaying touches and syncs
+ * through an ObserverMaster, tickTime = T/2, a lower maxSessionTimeout on
+ * some servers.
  * Checked at every step (README.md, "Partitions"): one owner per
  * partition at any instant, each partition's epochs grow, balance after
  * the faults heal, and a graceful leave moves only the leaver's
@@ -148,6 +148,11 @@ struct pconn {
 	bool		 dep;		/* on the deposed leader's side */
 	bool		 hung;		/* a request that never commits: what
 					   follows it waits too */
+	bool		 syncing;	/* --shape relay: a sync on its way
+					   through the ObserverMaster ... */
+	struct preq	 sync_req;
+	struct pmsg	*wait_head, **wait_tail;	/* ... and what
+					   came after it, waiting */
 	bool		 client_open, server_open;
 	int64_t		 session;
 	stime		 c2s_last, s2c_last;
@@ -195,8 +200,8 @@ struct swatch {
  * --shape: the servers a connection can be on. The tree and the session
  * tracker are still the ZooKeeper leader's alone; a server is what a
  * connection sees of them: its maxSessionTimeout (shrink), whether it is
- * an observer whose touches go through an ObserverMaster (relay), whether
- * it is on the deposed leader's side (deposed).
+ * an observer whose touches and syncs go through an ObserverMaster
+ * (relay), whether it is on the deposed leader's side (deposed).
  */
 struct psrv {
 	bool		 observer;
@@ -340,6 +345,9 @@ struct psim {
 	int64_t		 dep_zxid;	/* what it has applied */
 	struct ptree	 dep_tree[PT_MAX];	/* ... and its tree */
 	uint64_t	 depositions, relays_lost, shrinks, master_stops;
+	uint64_t	 obs_syncs, obs_syncs_back;	/* syncs through an
+					   ObserverMaster; came back */
+	stime		 master_worst_until;	/* armed (p_master_stop) */
 	uint64_t	 dep_under;	/* depositions with a partition's
 					   leader on the deposed side */
 	struct pconn	*conns;
@@ -1111,13 +1119,12 @@ p_master_gone_cb(void *p, uint64_t m)
 /*
  * --shape relay: an ObserverMaster's process exits for a while. Its clients
  * see their connections close; its observers serve on for syncLimit ticks,
- * answering pings, and the touches they relay to it are lost.
+ * answering pings; the touches they relay to it, and their clients' syncs
+ * that go through it, are lost.
  */
 static void
-p_master_stop(void)
+p_master_stop_m(int m)
 {
-	int o = S->nvoters + (int)p_below((uint64_t)(S->nservers -
-	    S->nvoters)), m = S->srv[o].master;
 	stime d = p_range(S->T / 6, 3 * S->T);
 
 	if (m == S->zk_leader || S->srv[m].down || S->zk_down || S->dep_active)
@@ -1131,6 +1138,44 @@ p_master_stop(void)
 	p_at(S->now + 5 * S->tick, p_master_gone_cb, NULL, (uint64_t)m);
 	p_at(S->now + d, p_master_up_cb, NULL, (uint64_t)m);
 	p_heal_at(S->now + d + 2 * S->T / 3 + S->T / 60);
+}
+
+static int
+p_some_master(void)
+{
+	return S->srv[S->nvoters + (int)p_below((uint64_t)(S->nservers -
+	    S->nvoters))].master;
+}
+
+/* The worst case was not met in time: a master stops all the same. */
+static void
+p_master_worst_end_cb(void *p, uint64_t until)
+{
+	(void)p;
+	if (S->master_worst_until != (stime)until || S->leaver >= 0)
+		return;
+	S->master_worst_until = 0;
+	p_master_stop_m(p_some_master());
+}
+
+/* The master of a random observer stops now; or, half the time, the
+ * worst case is armed: within 3T, the master that passes back the sync
+ * of a partition's leader (its renewal, or the listing's) stops right
+ * then (p_osync_cb), the touches reported to it since its last report
+ * lost; if none does, a random one stops at the end. */
+static void
+p_master_stop(void)
+{
+	int m = p_some_master();
+
+	if (p_chance(50)) {
+		S->master_worst_until = S->now + 3 * S->T;
+		p_heal_at(S->master_worst_until);
+		p_at(S->master_worst_until, p_master_worst_end_cb, NULL,
+		    S->master_worst_until);
+		return;
+	}
+	p_master_stop_m(m);
 }
 
 /* The deposed leader sees it lost its quorum: its side stops serving. */
@@ -1393,10 +1438,160 @@ p_needs_leader(const struct preq *q)
 	    q->op[0].type != O_CHILDREN;
 }
 
+/* --- An observer's sync through its ObserverMaster (--shape relay) --- */
+
+/* What a connection sent behind a sync still on its way is being replayed
+ * (it touched the session when it arrived). */
+static bool p_replaying;
+
+/* A leads some partition. */
+static bool
+p_leads(const struct pagent *a)
+{
+	int k;
+
+	for (k = 0; a->running && k < S->nparts; k++)
+		if (a->f.parts[k].e.role == ELECTION_LEADER)
+			return true;
+	return false;
+}
+
+/* C is on an observer behind an ObserverMaster: a follower, its learner
+ * master (the leader, once the master leads, runs none). */
+static bool
+p_via_master(const struct pconn *c)
+{
+	const struct psrv *sv = &S->srv[c->server];
+
+	return sv->observer && sv->master != S->zk_leader;
+}
+
+static void
+p_wait_drop(struct pconn *c)
+{
+	struct pmsg *m;
+
+	while ((m = c->wait_head) != NULL) {
+		c->wait_head = m->next;
+		msg_free(m);
+	}
+	c->wait_tail = &c->wait_head;
+}
+
+/* A request or a ping arriving touches the session there and then, even
+ * when its answer waits (ZooKeeperServer.submitRequest). */
+static void
+p_wait_touch(struct pconn *c)
+{
+	struct psess *z;
+
+	if (c->dep || S->dep_leaderless || p_replaying)
+		return;
+	if ((z = sess_find(c->session)) != NULL && z->alive && z->conn == c)
+		p_touch(c, z);
+}
+
+/* M waits behind the sync on its way (CommitProcessor keeps a session's
+ * requests in order; a ping too). */
+static void
+p_wait_add(struct pconn *c, struct pmsg *m)
+{
+	if (c->wait_head == NULL)
+		c->wait_tail = &c->wait_head;
+	m->next = NULL;
+	*c->wait_tail = m;
+	c->wait_tail = &m->next;
+}
+
+/*
+ * The sync's way, one network delay a hop: 1 at the ObserverMaster
+ * (LearnerHandler, case REQUEST: a LearnerSyncRequest, forwarded to the
+ * leader as the follower's own, FollowerRequestProcessor), 2 at the
+ * leader (Leader.processSync: answered at once, no proposal being out
+ * here but a deposed leader's), 3 back at the master
+ * (FollowerZooKeeperServer.sync passes the SYNC on), 4 at the observer,
+ * which answers it and then what came after it. A master down (stopped)
+ * loses it, and so does a leader that cannot answer: nothing more is
+ * answered on that connection, until the client gives up on it or the
+ * observer, losing its master, closes it.
+ */
+static void
+p_osync_cb(void *p, uint64_t stage)
+{
+	struct pconn *c = p;
+	int m = S->srv[c->server].master;
+	const char *lost = NULL;
+	struct pmsg *w;
+
+	if (!c->server_open) {
+		/* Closed meanwhile: by its client, the observer, a failover. */
+		c->syncing = false;
+		p_wait_drop(c);
+		return;
+	}
+	switch (stage) {
+	case 1:
+	case 3:
+		if (m != S->zk_leader && S->srv[m].down)
+			lost = "its ObserverMaster is down";
+		break;
+	case 2:
+		if (c->dep ? S->dep_hang : S->dep_leaderless)
+			lost = "the leader cannot answer it";
+		break;
+	default:
+		c->syncing = false;
+		S->obs_syncs_back++;
+		p_server_req(c, NULL, &c->sync_req);
+		/* What came after it, in order; a sync among it goes its way
+		 * and holds the rest again. */
+		w = c->wait_head;
+		c->wait_head = NULL;
+		c->wait_tail = &c->wait_head;
+		p_replaying = true;
+		while (w != NULL) {
+			struct pmsg *next = w->next;
+
+			w->next = NULL;
+			p_server_recv(w, 0);
+			w = next;
+		}
+		p_replaying = false;
+		return;
+	}
+	if (lost != NULL) {
+		p_trace("zk s%d: a%d's sync through ObserverMaster s%d is LOST "
+		    "(%s)", c->server, c->agent, m, lost);
+		c->syncing = false;
+		c->hung = true;
+		p_wait_drop(c);
+		return;
+	}
+	if (stage == 3 && S->master_worst_until >= S->now &&
+	    S->leaver < 0 && p_leads(&S->agents[c->agent])) {
+		S->master_worst_until = 0;
+		p_trace("the worst case: ObserverMaster s%d passed a%d's sync "
+		    "back", m, c->agent);
+		p_master_stop_m(m);
+	}
+	p_at(S->now + p_delay(), p_osync_cb, c, stage + 1);
+}
+
+static void
+p_osync_start(struct pconn *c, const struct preq *q)
+{
+	S->obs_syncs++;
+	c->syncing = true;
+	c->sync_req = *q;
+	p_trace("zk s%d: a%d's sync goes to ObserverMaster s%d", c->server,
+	    c->agent, S->srv[c->server].master);
+	p_at(S->now + p_delay(), p_osync_cb, c, 1);
+}
+
 static void
 p_server_recv(void *p, uint64_t unused)
 {
-	struct pmsg *m = p, *rm;
+	struct pmsg *m = p, *rm, *last;
 	struct pconn *c = m->c;
 	struct psess *z;
 	const struct ptree *trees = S->tree;
@@ -1514,8 +1709,13 @@ p_server_recv(void *p, uint64_t unused)
 		rm->timeout_ms = z->timeout_ms;
 		p_send(rm, false);
 		/* SetWatches: what changed since the client's zxid fires now,
-		 * the rest is set again (the deposed side's never fire). */
+		 * the rest is set again (the deposed side's never fire). The
+		 * zxid the client takes from it comes with the last event:
+		 * zookeeper.c takes none from a notification, and the reply
+		 * that has one follows them all, so a connection closed
+		 * midway leaves the client's zxid where it was. */
 setwatches:
+		last = NULL;
 		for (i = 0; i < m->nw; i++) {
 			const struct wreg *w = &m->w[i];
 			const struct ptree *t = &trees[w->tree];
@@ -1546,13 +1746,20 @@ setwatches:
 			wm->tree = w->tree;
 			wm->wtype = wt;
 			snprintf(wm->name, NAME, "%s", w->name);
-			wm->zxid = c->dep ? S->dep_zxid : S->zxid;
 			p_send(wm, false);
+			last = wm;
 		}
+		if (last != NULL)
+			last->zxid = c->dep ? S->dep_zxid : S->zxid;
 		break;
 	case M_PING:
 		if (c->hung)
 			break;	/* behind a request that waits */
+		if (c->syncing) {
+			p_wait_touch(c);
+			p_wait_add(c, m);
+			return;
+		}
 		if (c->dep) {
 			/* Touches in a tracker nobody reads again. */
 			p_send(msg_new(M_PONG, c), false);
@@ -1560,7 +1767,7 @@ setwatches:
 		}
 		if ((z = sess_find(c->session)) != NULL && z->alive &&
 		    z->conn == c) {
-			if (!S->dep_leaderless)
+			if (!S->dep_leaderless && !p_replaying)
 				p_touch(c, z);
 			p_send(msg_new(M_PONG, c), false);
 		}
@@ -1568,22 +1775,40 @@ setwatches:
 	case M_REQ:
 		if (c->hung)
 			break;
+		if (c->syncing) {
+			p_wait_touch(c);
+			p_wait_add(c, m);
+			return;
+		}
 		if (c->dep) {
-			p_dep_req(c, &m->req);
+			if (m->req.op[0].type == O_SYNC && p_via_master(c))
+				p_osync_start(c, &m->req);
+			else
+				p_dep_req(c, &m->req);
 			break;
 		}
 		if ((z = sess_find(c->session)) == NULL || !z->alive ||
 		    z->conn != c)
 			break;
+		if (m->req.op[0].type == O_SYNC && p_via_master(c)) {
+			if (!S->dep_leaderless && !p_replaying)
+				p_touch(c, z);
+			p_osync_start(c, &m->req);
+			break;
+		}
 		if (S->dep_leaderless && p_needs_leader(&m->req)) {
 			c->hung = true;
 			break;
 		}
-		if (!S->dep_leaderless)
+		if (!S->dep_leaderless && !p_replaying)
 			p_touch(c, z);
 		p_server_req(c, z, &m->req);
 		break;
 	case M_CLOSE:
+		if (c->syncing) {
+			p_wait_add(c, m);
+			return;
+		}
 		if (c->dep || S->dep_leaderless)
 			break;	/* closeSession never commits */
 		if ((z = sess_find(c->session)) != NULL && z->conn == c)
@@ -3443,6 +3668,7 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 	}
 	while ((c = S->conns) != NULL) {
 		S->conns = c->next;
+		p_wait_drop(c);
 		free(c);
 	}
 	free(S->sess);
@@ -3457,7 +3683,8 @@ p_run_seed(uint64_t seed, int verbose, int nagents, int nparts,
 struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
 			 moved, failovers, depositions, relays_lost, shrinks,
-			 master_stops, dep_under, drains, resigns;
+			 master_stops, dep_under, drains, resigns, obs_syncs,
+			 obs_syncs_back;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3487,6 +3714,8 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->relays_lost += st.relays_lost;
 		t->shrinks += st.shrinks;
 		t->master_stops += st.master_stops;
+		t->obs_syncs += st.obs_syncs;
+		t->obs_syncs_back += st.obs_syncs_back;
 		t->dep_under += st.dep_under;
 		t->sim_s += (double)st.now / 1e6;
 		x = (double)st.max_settle / (double)st.T;
@@ -3667,6 +3896,8 @@ main(int argc, char *argv[])
 			tot.relays_lost += part.relays_lost;
 			tot.shrinks += part.shrinks;
 			tot.master_stops += part.master_stops;
+			tot.obs_syncs += part.obs_syncs;
+			tot.obs_syncs_back += part.obs_syncs_back;
 			tot.dep_under += part.dep_under;
 			tot.drains += part.drains;
 			tot.resigns += part.resigns;
@@ -3704,7 +3935,9 @@ main(int argc, char *argv[])
 		    tot.depositions, tot.dep_under);
 	if (opt_shapes & SH_RELAY)
 		printf(", %" PRIu64 " ObserverMaster stops (%" PRIu64
-		    " relays lost)", tot.master_stops, tot.relays_lost);
+		    " relays lost), %" PRIu64 " syncs through an "
+		    "ObserverMaster (%" PRIu64 " came back)", tot.master_stops,
+		    tot.relays_lost, tot.obs_syncs, tot.obs_syncs_back);
 	if (opt_shapes & SH_SHRINK)
 		printf(", %" PRIu64 " timeouts shrunk on a reconnect",
 		    tot.shrinks);

@@ -28,7 +28,15 @@
  * - with --shape shrink a server may have a lower maxSessionTimeout, and a
  *   revalidation touches with the timeout negotiated on its connection;
  * - with --shape relay observers report touches through an ObserverMaster
- *   follower, a report later, lost if it is not serving.
+ *   follower, a report later, lost if it is not serving; an observer's
+ *   sync goes to its master, which forwards it to the leader, and comes
+ *   back the same way (LearnerSyncRequest): the observer answers it once
+ *   it has applied what the leader had committed when it sent it back.
+ *   An observer gives up on its master (and closes its clients) when the
+ *   master stops following, or after syncLimit ticks without its pings,
+ *   and attaches to a following voter again (never to the leader, which
+ *   runs no ObserverMaster). Its writes, sessions and commits still go
+ *   straight to the leader and back;
  * - with --shape failover the leader's process exits (its sockets close:
  *   clients and followers see it at once) or its host stops (nobody hears
  *   anything); the new leader's tracker starts afresh as above, its ticks
@@ -52,6 +60,11 @@ static void	zk_apply_run(int);
 static void	zk_apply_txn(int, struct txn *);
 static void	zk_relay_cb(void *, uint64_t);
 static void	zk_maybe_elect(void);
+static void	zk_sync_queue(struct server *, int64_t, struct conn *,
+		    uint64_t);
+static int	zk_obs_master(int);
+static void	zk_master_synced(int, const struct msg *);
+static void	zk_go_looking(int);
 
 /* The ZooKeeper leader, serving as one (not deposed, not in an election). */
 static bool
@@ -412,6 +425,39 @@ zk_revalidate(int64_t id, int origin, int timeout_ms)
 	return true;
 }
 
+/*
+ * The leader answers a sync once what was proposed before it is committed
+ * (Leader.processSync, sendSync): on its own connection, or with a SYNC to
+ * the follower that forwarded it, behind the commits sent before. A sync
+ * that an ObserverMaster forwarded for an observer carries that observer,
+ * and the commit point its answer must wait for there.
+ */
+static void
+zk_sync_answer(const struct syncw *w)
+{
+	struct sreq *r;
+	struct msg *m;
+
+	if (w->server == S->leader) {
+		for (r = w->conn->q_head; r != NULL; r = r->next)
+			if (r->id == w->req_id)
+				r->done = true;
+		zk_pump(w->conn);
+		return;
+	}
+	if (!S->servers[w->server].in_quorum)
+		return;
+	m = msg_new(M_SYNCED);
+	m->incarnation = S->servers[w->server].incarnation;
+	m->conn = w->conn;
+	m->req_id = w->req_id;
+	m->zxid = S->committed;
+	m->via_master = w->via_master;
+	m->observer = w->observer;
+	m->obs_incarnation = w->obs_incarnation;
+	chan_send(&S->servers[w->server].l2f, m);
+}
+
 static void
 zk_leader_commit_cb(void *p, uint64_t zxid)
 {
@@ -436,20 +482,7 @@ zk_leader_commit_cb(void *p, uint64_t zxid)
 	}
 	while ((w = t->syncs) != NULL) {
 		t->syncs = w->next;
-		if (w->server == L) {
-			struct sreq *r;
-
-			for (r = w->conn->q_head; r != NULL; r = r->next)
-				if (r->id == w->req_id)
-					r->done = true;
-			zk_pump(w->conn);
-		} else if (S->servers[w->server].in_quorum) {
-			m = msg_new(M_SYNCED);
-			m->incarnation = S->servers[w->server].incarnation;
-			m->conn = w->conn;
-			m->req_id = w->req_id;
-			chan_send(&S->servers[w->server].l2f, m);
-		}
+		zk_sync_answer(w);
 		free(w);
 	}
 }
@@ -706,39 +739,35 @@ zk_prep(int origin, struct conn *c, uint64_t req_id, int64_t session,
 	}
 }
 
+/* A sync at the leader, from its own client or forwarded by a follower
+ * (fwd: the M_FORWARD, which says whether it came from an observer). */
 static void
-zk_sync_done(int origin, struct conn *c, uint64_t req_id)
+zk_sync_done(int origin, struct conn *c, uint64_t req_id,
+    const struct msg *fwd)
 {
 	struct txn *last = S->nlog > 0 ? &S->log[S->nlog - 1] : NULL;
-	struct syncw *w;
+	struct syncw *w, now;
 
+	memset(&now, 0, sizeof(now));
+	now.server = origin;
+	now.conn = c;
+	now.req_id = req_id;
+	if (fwd != NULL && fwd->via_master) {
+		now.via_master = true;
+		now.observer = fwd->observer;
+		now.obs_incarnation = fwd->obs_incarnation;
+	}
 	/* Answered once everything proposed before it is committed. */
 	if (last != NULL && last->zxid > S->committed) {
-		w = calloc(1, sizeof(*w));
+		w = malloc(sizeof(*w));
 		if (w == NULL)
 			abort();
-		w->server = origin;
-		w->conn = c;
-		w->req_id = req_id;
+		*w = now;
 		w->next = last->syncs;
 		last->syncs = w;
 		return;
 	}
-	if (origin == S->leader) {
-		struct sreq *r;
-
-		for (r = c->q_head; r != NULL; r = r->next)
-			if (r->id == req_id)
-				r->done = true;
-		zk_pump(c);
-	} else if (S->servers[origin].in_quorum) {
-		struct msg *m = msg_new(M_SYNCED);
-
-		m->incarnation = S->servers[origin].incarnation;
-		m->conn = c;
-		m->req_id = req_id;
-		chan_send(&S->servers[origin].l2f, m);
-	}
+	zk_sync_answer(&now);
 }
 
 /* --- Applying committed transactions on a server --- */
@@ -862,6 +891,45 @@ zk_apply_queue(struct server *sv, int64_t zxid, struct conn *c,
 	*sv->aq_tail = it;
 	sv->aq_tail = &it->next;
 	sim_at(at, zk_apply_cb, NULL, (uint64_t)sv->idx);
+	if (zxid == 0)
+		return;
+	/* Syncs that came back through the master before this commit came
+	 * from the leader follow it now. */
+	sv->aq_zxid = zxid;
+	while ((it = sv->sync_wait) != NULL && it->point <= zxid) {
+		sv->sync_wait = it->next;
+		zk_apply_queue(sv, 0, it->conn, it->req_id);
+		free(it);
+	}
+}
+
+/*
+ * An observer's sync, back from its ObserverMaster with the leader's
+ * commit point: answered in order behind the commits up to that point
+ * (Observer.processPacket, case SYNC: CommitProcessor). A real observer
+ * gets those commits through the master, ahead of the SYNC; here they
+ * come straight from the leader, and may not be there yet: the sync
+ * waits for them.
+ */
+static void
+zk_sync_queue(struct server *sv, int64_t point, struct conn *c,
+    uint64_t req_id)
+{
+	struct apply_item *it, **tail;
+
+	if (sv->applied >= point || sv->aq_zxid >= point) {
+		zk_apply_queue(sv, 0, c, req_id);
+		return;
+	}
+	it = calloc(1, sizeof(*it));
+	if (it == NULL)
+		abort();
+	it->point = point;
+	it->conn = c;
+	it->req_id = req_id;
+	for (tail = &sv->sync_wait; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = it;
 }
 
 static void
@@ -873,8 +941,13 @@ zk_apply_clear(struct server *sv)
 		sv->aq_head = it->next;
 		free(it);
 	}
+	while ((it = sv->sync_wait) != NULL) {
+		sv->sync_wait = it->next;
+		free(it);
+	}
 	sv->aq_tail = &sv->aq_head;
 	sv->aq_last = 0;
+	sv->aq_zxid = 0;
 }
 
 /* --- Requests from clients --- */
@@ -1097,10 +1170,13 @@ zk_connect(struct server *sv, struct conn *c, const struct msg *m)
 	}
 	if (sv->deposed) {
 		/* It still thinks it leads: revalidates in its own tracker,
-		 * which nobody will read again. */
+		 * which nobody will read again. A session its successor
+		 * made is not in it: expired, the client is told
+		 * (ZooKeeperServer.revalidateSession). */
 		struct zsession *z = zk_session(m->session);
 
-		zk_connected(c, m->session, z != NULL && !z->closing, timeout);
+		zk_connected(c, m->session, z != NULL && !z->closing &&
+		    z - S->sessions < S->dep_nsessions, timeout);
 		return;
 	}
 	f = msg_new(M_REVALIDATE);
@@ -1143,7 +1219,7 @@ zk_server_recv(struct conn *c, struct msg *m)
 		if (zk_is_write(m->req.type) || m->req.type == ZOP_SYNC) {
 			if (zk_is_leader(sv->idx)) {
 				if (m->req.type == ZOP_SYNC)
-					zk_sync_done(sv->idx, c, r->id);
+					zk_sync_done(sv->idx, c, r->id, NULL);
 				else
 					zk_prep(sv->idx, c, r->id, c->session,
 					    &m->req);
@@ -1166,7 +1242,21 @@ zk_server_recv(struct conn *c, struct msg *m)
 				f->req_id = r->id;
 				f->session = c->session;
 				f->req = m->req;
-				chan_send(&sv->f2l, f);
+				if (m->req.type == ZOP_SYNC &&
+				    zk_obs_master(sv->idx) >= 0) {
+					/* ObserverRequestProcessor: to
+					 * its learner master, the
+					 * ObserverMaster. */
+					f->via_master = true;
+					f->observer = sv->idx;
+					f->obs_incarnation = sv->incarnation;
+					S->st.obs_syncs++;
+					sim_trace("zk s%d: a%d's sync goes to "
+					    "ObserverMaster s%d", sv->idx,
+					    c->agent, sv->master);
+					chan_send(&sv->o2m, f);
+				} else
+					chan_send(&sv->f2l, f);
 			}
 		}
 		zk_pump(c);
@@ -1178,6 +1268,137 @@ zk_server_recv(struct conn *c, struct msg *m)
 		abort();
 	}
 	msg_free(m);
+}
+
+/* --- An observer and its ObserverMaster (--shape relay) --- */
+
+/* The ObserverMaster observer s is attached to, or -1: it is no observer,
+ * or its master leads now (its learner master is then the leader). */
+static int
+zk_obs_master(int s)
+{
+	const struct server *sv = &S->servers[s];
+
+	return sv->observer && sv->master != S->leader ? sv->master : -1;
+}
+
+/* A follower an observer can attach to: it runs an ObserverMaster (only a
+ * follower does, Follower.followLeader), following now. */
+static bool
+zk_master_usable(int m)
+{
+	const struct server *mv = &S->servers[m];
+
+	return !mv->observer && m != S->leader && !mv->stopped &&
+	    mv->serving && !mv->part_leader && !mv->deposed;
+}
+
+/*
+ * A sync from observer o reaches its ObserverMaster (LearnerHandler, case
+ * REQUEST: a LearnerSyncRequest), which forwards it to the leader as its
+ * own requests (FollowerRequestProcessor). Lost if the link is gone: the
+ * observer or the master looked for a new leader since it was sent.
+ */
+void
+zk_master_recv(int o, struct msg *m)
+{
+	struct server *ov = &S->servers[o];
+	int mi = ov->master;
+	struct server *mv = &S->servers[mi];
+
+	if (m->obs_incarnation != ov->incarnation || !ov->serving ||
+	    ov->master_inc != mv->incarnation || !mv->serving ||
+	    zk_is_leader(mi)) {
+		sim_trace("zk s%d: a%d's sync through ObserverMaster s%d is "
+		    "LOST", o, m->conn->agent, mi);
+		msg_free(m);
+		return;
+	}
+	m->incarnation = mv->incarnation;
+	chan_send(&mv->f2l, m);
+}
+
+/* The leader's SYNC for an observer's sync reaches the ObserverMaster,
+ * which passes it on at once (FollowerZooKeeperServer.sync), behind the
+ * commits it passed on before (ObserverMaster.proposalCommitted). */
+static void
+zk_master_synced(int mi, const struct msg *m)
+{
+	struct server *ov = &S->servers[m->observer];
+	struct msg *f;
+
+	if (m->obs_incarnation != ov->incarnation || !ov->serving ||
+	    ov->master != mi || ov->master_inc != S->servers[mi].incarnation) {
+		sim_trace("zk s%d: a%d's sync back to observer s%d is LOST", mi,
+		    m->conn->agent, m->observer);
+		return;
+	}
+	f = msg_new(M_SYNCED);
+	f->incarnation = m->obs_incarnation;
+	f->conn = m->conn;
+	f->req_id = m->req_id;
+	f->zxid = m->zxid;
+	chan_send(&ov->m2o, f);
+}
+
+/* The SYNC back at the observer (Observer.processPacket, case SYNC). */
+void
+zk_observer_recv(int o, struct msg *m)
+{
+	struct server *ov = &S->servers[o];
+
+	if (m->incarnation != ov->incarnation || !ov->serving) {
+		msg_free(m);
+		return;
+	}
+	ov->master_heard = S->now;
+	S->st.obs_syncs_back++;
+	zk_sync_queue(ov, m->zxid, m->conn, m->req_id);
+	msg_free(m);
+}
+
+/*
+ * An observer attached to an ObserverMaster hears from it (its pings every
+ * tick/2, ObserverMaster's pinger), not from the leader: it stops serving
+ * when the link closes (the master stopped following: ObserverMaster.stop
+ * shuts its LearnerHandlers) or after syncLimit ticks without a ping (the
+ * Learner's socket timeout). Called every tick/2, and when it resumes.
+ */
+static void
+zk_observer_check(int o)
+{
+	struct server *ov = &S->servers[o], *mv;
+	int mi = zk_obs_master(o);
+	bool linked;
+
+	if (mi < 0 || !ov->serving)
+		return;
+	mv = &S->servers[mi];
+	linked = ov->master_inc == mv->incarnation && mv->serving;
+	if (linked && !mv->stopped)
+		ov->master_heard = S->now;
+	if (ov->stopped || (linked && S->now - ov->master_heard <=
+	    (stime)S->sync_limit * S->tick))
+		return;
+	S->st.obs_master_lost++;
+	if (!linked)
+		sim_trace("zk s%d: its ObserverMaster s%d closed the link", o,
+		    mi);
+	else
+		sim_trace("zk s%d: nothing from its ObserverMaster s%d for "
+		    "syncLimit ticks", o, mi);
+	zk_go_looking(o);
+}
+
+/* What was held for a stopped master (its observers' syncs) arrives. */
+static void
+zk_master_release(int mi)
+{
+	int o;
+
+	for (o = 0; o < S->nservers; o++)
+		if (S->servers[o].observer && S->servers[o].master == mi)
+			chan_release(&S->servers[o].o2m, true);
 }
 
 /* --- Between the leader and its followers --- */
@@ -1233,7 +1454,10 @@ zk_follower_recv(int s, struct msg *m)
 		zk_apply_queue(sv, m->zxid, NULL, 0);
 		break;
 	case M_SYNCED:
-		zk_apply_queue(sv, 0, m->conn, m->req_id);
+		if (m->via_master)
+			zk_master_synced(s, m);
+		else
+			zk_apply_queue(sv, 0, m->conn, m->req_id);
 		break;
 	case M_REVALIDATED:
 		zk_connected(m->conn, m->session, m->valid, m->timeout_ms);
@@ -1259,7 +1483,7 @@ zk_leader_recv(int s, struct msg *m)
 	switch (m->type) {
 	case M_FORWARD:
 		if (m->req.type == ZOP_SYNC)
-			zk_sync_done(s, m->conn, m->req_id);
+			zk_sync_done(s, m->conn, m->req_id, m);
 		else
 			zk_prep(s, m->conn, m->req_id, m->session, &m->req);
 		break;
@@ -1315,6 +1539,7 @@ zk_go_looking(int s)
 {
 	struct server *sv = &S->servers[s];
 	struct conn *c;
+	int o;
 
 	sim_trace("zk s%d: lost the leader; stops serving", s);
 	sv->serving = false;
@@ -1326,6 +1551,14 @@ zk_go_looking(int s)
 			zk_server_close_conn(c, true);
 	chan_drop(&sv->l2f);
 	chan_drop(&sv->f2l);
+	chan_drop(&sv->o2m);
+	chan_drop(&sv->m2o);
+	/* Its ObserverMaster stops: its observers see their links close (a
+	 * stopped one when it resumes). */
+	for (o = 0; o < S->nservers; o++)
+		if (o != s && S->servers[o].observer &&
+		    S->servers[o].master == s)
+			zk_observer_check(o);
 }
 
 static void
@@ -1337,6 +1570,27 @@ zk_rejoin_cb(void *p, uint64_t s)
 	if (sv->stopped || sv->part_leader || sv->serving || sv->deposed ||
 	    S->leaderless)
 		return;
+	if (sv->observer && !zk_master_usable(sv->master)) {
+		/* Its master does not follow now: another voter that does
+		 * (QuorumPeer.findLearnerMaster walks a shuffled list of
+		 * them), or wait. */
+		int pick[SIM_SERVERS_MAX], n = 0, i;
+
+		for (i = 0; i < S->nservers; i++)
+			if (zk_master_usable(i))
+				pick[n++] = i;
+		if (n == 0)
+			return;		/* the next ping round tries again */
+		sv->master = pick[sim_below((uint64_t)n)];
+		sim_trace("zk s%d: attaches to ObserverMaster s%d", (int)s,
+		    sv->master);
+	}
+	if (sv->observer) {
+		sv->master_inc = S->servers[sv->master].incarnation;
+		sv->master_heard = S->now;
+		chan_drop(&sv->o2m);
+		chan_drop(&sv->m2o);
+	}
 	sv->incarnation++;
 	sv->tree = S->servers[S->leader].tree;
 	sv->applied = S->servers[S->leader].applied;
@@ -1374,6 +1628,7 @@ zk_ping_cb(void *p, uint64_t a)
 		}
 		if (!sv->stopped && sv->serving && S->now - sv->heard > limit)
 			zk_go_looking(f);
+		zk_observer_check(f);
 		if (!sv->stopped && !sv->serving && !sv->part_leader &&
 		    !sv->rejoining && !S->leaderless) {
 			sv->rejoining = true;
@@ -1396,7 +1651,10 @@ zk_resume_cb(void *p, uint64_t s)
 	sim_trace("zk s%d: resumed", (int)s);
 	if (sv->serving && S->now - sv->heard > (stime)S->sync_limit * S->tick)
 		zk_go_looking((int)s);
+	zk_observer_check((int)s);
 	chan_release(&sv->l2f, true);
+	chan_release(&sv->m2o, true);
+	zk_master_release((int)s);
 	for (c = S->conns; c != NULL; c = c->all_next)
 		if (c->server == (int)s)
 			chan_release(&c->c2s, true);
@@ -1457,7 +1715,13 @@ zk_init(void)
 			sv->max_timeout_ms = 20 * S->tick_ms;
 		chan_init(&sv->l2f, CH_L2F, NULL, i);
 		chan_init(&sv->f2l, CH_F2L, NULL, i);
+		chan_init(&sv->o2m, CH_O2M, NULL, i);
+		chan_init(&sv->m2o, CH_M2O, NULL, i);
 	}
+	for (i = 0; i < S->nservers; i++)
+		if (S->servers[i].observer)
+			S->servers[i].master_inc =
+			    S->servers[S->servers[i].master].incarnation;
 	S->committed = SIM_ZXID_BASE;
 	S->next_session = 0x10a0000000000LL;
 	sim_at(sim_below(S->tick / 2), zk_ping_cb, NULL, 0);
@@ -1482,6 +1746,8 @@ zk_free(void)
 		zk_apply_clear(&S->servers[i]);
 		chan_drop(&S->servers[i].l2f);
 		chan_drop(&S->servers[i].f2l);
+		chan_drop(&S->servers[i].o2m);
+		chan_drop(&S->servers[i].m2o);
 		free(S->servers[i].watches);
 	}
 	for (i = 0; i < S->nlog; i++) {
@@ -1656,6 +1922,7 @@ zk_depose(stime duration, bool crash)
 	}
 	sv->deposed = true;
 	sv->dep_hang = S->nlog > 0 && S->log[S->nlog - 1].zxid > S->committed;
+	S->dep_nsessions = S->nsessions;
 }
 
 /* --- The ZooKeeper leader fails (fault 17) --- */

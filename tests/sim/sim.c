@@ -243,6 +243,10 @@ chan_blocked(const struct chan *c)
 	case CH_F2L:
 		return S->servers[c->server].part_leader ||
 		    S->servers[S->leader].part_leader;
+	case CH_O2M:
+		return S->servers[S->servers[c->server].master].stopped;
+	case CH_M2O:
+		return S->servers[c->server].stopped;
 	}
 	return false;
 }
@@ -264,6 +268,12 @@ chan_deliver(struct msg *m)
 		break;
 	case CH_F2L:
 		zk_leader_recv(c->server, m);
+		break;
+	case CH_O2M:
+		zk_master_recv(c->server, m);
+		break;
+	case CH_M2O:
+		zk_observer_recv(c->server, m);
 		break;
 	}
 }
@@ -658,6 +668,7 @@ struct totals {
 	uint64_t	 flaps_tick_known, seeds_tick_known;
 	uint64_t	 depositions, depositions_under, dep_margin_fails,
 			 dep_overlaps;
+	uint64_t	 obs_syncs, obs_syncs_back, obs_master_lost;
 };
 
 /* Runs seeds first, first+stride, ... (until count or the deadline). */
@@ -696,6 +707,9 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, double deadline,
 		}
 		tot->depositions_under += st.depositions_under;
 		tot->dep_margin_fails += st.dep_margin_fails;
+		tot->obs_syncs += st.obs_syncs;
+		tot->obs_syncs_back += st.obs_syncs_back;
+		tot->obs_master_lost += st.obs_master_lost;
 		if (last_overlap && last_overlap_dep)
 			tot->dep_overlaps++;
 		if (st.margin_fails > 0 && tot->margin_seeds++ == 0)
@@ -743,6 +757,9 @@ totals_add(struct totals *t, const struct totals *u)
 	t->flaps_tick_known += u->flaps_tick_known;
 	t->depositions_under += u->depositions_under;
 	t->dep_margin_fails += u->dep_margin_fails;
+	t->obs_syncs += u->obs_syncs;
+	t->obs_syncs_back += u->obs_syncs_back;
+	t->obs_master_lost += u->obs_master_lost;
 	t->dep_overlaps += u->dep_overlaps;
 	if (u->margin_seeds > 0 && (t->margin_seeds == 0 ||
 	    u->first_margin_seed < t->first_margin_seed))
@@ -914,6 +931,12 @@ main(int argc, char *argv[])
 			    "with two leaders\n",
 			    tot.depositions, tot.depositions_under,
 			    tot.dep_margin_fails, tot.dep_overlaps);
+		if (tot.obs_syncs > 0)
+			printf("syncs through an ObserverMaster: %" PRIu64
+			    ", %" PRIu64 " came back (the others lost with the "
+			    "link or the connection); observers that gave up "
+			    "on their master: %" PRIu64 "\n", tot.obs_syncs,
+			    tot.obs_syncs_back, tot.obs_master_lost);
 		if (opt_safety_only)
 			printf("seeds where nobody led in time (not failed): %"
 			    PRIu64 "\n", tot.liveness_fails);

@@ -127,12 +127,15 @@ struct zreply {
 
 /* --- Channels: FIFO links that hold messages while blocked --- */
 
-enum chan_kind { CH_C2S, CH_S2C, CH_L2F, CH_F2L };
+/* CH_O2M and CH_M2O: an observer's link to its ObserverMaster (--shape
+ * relay), which its syncs take both ways. */
+enum chan_kind { CH_C2S, CH_S2C, CH_L2F, CH_F2L, CH_O2M, CH_M2O };
 
 struct chan {
 	enum chan_kind	 kind;
 	struct conn	*conn;		/* CH_C2S, CH_S2C */
-	int		 server;	/* CH_L2F, CH_F2L: the follower */
+	int		 server;	/* CH_L2F, CH_F2L: the follower;
+					   CH_O2M, CH_M2O: the observer */
 	stime		 last_at;
 	struct msg	*held, **held_tail;
 	bool		 draining;
@@ -159,6 +162,11 @@ struct msg {
 	char		 name[ELECTION_NAME_MAX];
 	int64_t		*sessions;	/* M_PING_ACK */
 	int		 nsessions;
+	/* M_FORWARD, M_SYNCED: a sync an observer sent through its
+	 * ObserverMaster (LearnerSyncRequest), for that observer's link */
+	bool		 via_master;
+	int		 observer;
+	uint64_t	 obs_incarnation;
 	struct zreq	 req;		/* M_REQUEST, M_FORWARD */
 	struct zreply	 rep;		/* M_REPLY */
 };
@@ -215,6 +223,9 @@ struct syncw {
 	int		 server;
 	struct conn	*conn;
 	uint64_t	 req_id;
+	bool		 via_master;	/* server is the ObserverMaster ... */
+	int		 observer;	/* ... of the observer it came from */
+	uint64_t	 obs_incarnation;
 };
 
 enum txn_type { TXN_OP, TXN_NEWSESSION, TXN_CLOSESESSION };
@@ -254,6 +265,8 @@ struct apply_item {
 	struct conn	*conn;
 	uint64_t	 req_id;
 	stime		 ready_at;
+	int64_t		 point;		/* a sync through an ObserverMaster,
+					   parked: the commit it waits for */
 };
 
 struct swatch {
@@ -279,11 +292,17 @@ struct server {
 	struct chan	 l2f, f2l;
 	struct apply_item *aq_head, **aq_tail;
 	stime		 aq_last;
+	int64_t		 aq_zxid;	/* the last commit queued */
+	struct apply_item *sync_wait;	/* syncs back through the master
+					   before the commits they follow */
 	int64_t		 touched[SIM_AGENTS_MAX * 8];
 	int		 ntouched;
 	int		 max_timeout_ms;	/* maxSessionTimeout */
 	bool		 observer;	/* --shape relay: an observer ... */
 	int		 master;	/* ... behind this ObserverMaster */
+	struct chan	 o2m, m2o;	/* ... linked to it both ways */
+	uint64_t	 master_inc;	/* ... in its incarnation then */
+	stime		 master_heard;	/* ... which pinged it last then */
 	bool		 deposed;	/* --shape deposed: a ZooKeeper leader cut
 					   off from the quorum, still serving
 					   reads and syncs to its clients */
@@ -298,6 +317,8 @@ void	 zk_free(void);
 void	 zk_server_recv(struct conn *c, struct msg *m);
 void	 zk_follower_recv(int s, struct msg *m);
 void	 zk_leader_recv(int s, struct msg *m);
+void	 zk_master_recv(int o, struct msg *m);
+void	 zk_observer_recv(int o, struct msg *m);
 void	 zk_server_stop(int s, stime duration);
 void	 zk_server_partition(int s, stime duration);
 void	 zk_server_close_conn(struct conn *c, bool eof);
@@ -509,6 +530,11 @@ struct sim_stats {
 						   a deposition */
 	uint64_t	 flaps;		/* terms lost to a lapse while connected
 					   and running */
+	uint64_t	 obs_syncs;	/* --shape relay: syncs an observer sent
+					   through its ObserverMaster ... */
+	uint64_t	 obs_syncs_back;	/* ... that came back to it */
+	uint64_t	 obs_master_lost;	/* observers that gave up on
+						   their master */
 	stime		 max_recovery_us;	/* first leader after the last heal */
 	double		 max_recovery_t;
 };
@@ -550,6 +576,8 @@ struct sim {
 	int		 leader;	/* the ZooKeeper leader (or the last) */
 	bool		 leaderless;	/* deposed, no new leader yet */
 	bool		 electing;	/* ... its election under way */
+	int		 dep_nsessions;	/* the sessions a deposed leader's
+					   tracker holds: those made before */
 	bool		 leader_failed;	/* zk_leader_fail: the next leader is
 					   another process, its ticks at
 					   another phase */
