@@ -15,6 +15,9 @@ on CLOCK_BOOTTIME, the clock of the agents' audit lines):
     its agent's audited term), the second starts within a handover's time
     after the first's command exits, and a kill -9 of the first hands over
     within about T;
+  * a command that ignores SIGTERM is killed before its term's lease could
+    end, and only then does the next lock start its command (SIGTERM of
+    the lock, a graceful handover);
   * the command's exit status comes back; SIGINT stops it and hands over;
     bad flags give usage and exit 1 (zkelectctl's usage status);
   * elect prints the epoch it leads under, holds until SIGTERM (exit 0),
@@ -37,7 +40,8 @@ from zkharness import (SLOW, ZKELECTCTL, ZKELECTD, boottime_us, check_audit, par
 T_MS = 2000
 TICK_MS = 200
 
-# argv: DIR NAME MODE; MODE is "run:SECONDS", "forever" or "exit:N".
+# argv: DIR NAME MODE; MODE is "run:SECONDS", "forever", "stubborn"
+# (forever, and SIGTERM ignored) or "exit:N".
 COMMAND = r'''#!/usr/bin/python3
 import os, signal, sys, time
 d, name, mode = sys.argv[1:4]
@@ -51,6 +55,8 @@ def end(code):
     os.unlink(marker)
     sys.exit(code)
 signal.signal(signal.SIGTERM, lambda *a: end(0))
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 with open(marker, "w") as f:
     f.write(str(os.getpid()))
 log.write("start %d %s %s\n" % (bt(), epoch, os.environ.get("ZKELECT_SOCKET", "")))
@@ -243,6 +249,47 @@ def test_kill_9_hands_over_within_t(locks, zk_hostport, election, observer, tmp_
           % (took_ms, T_MS))
     assert took_ms < (T_MS + TICK_MS + 1000) * SLOW, took_ms
     audit_check([a, b], [b])
+
+
+def test_sigterm_kills_a_stubborn_command_before_the_lease(locks, zk_hostport, election,
+                                                          observer, tmp_path):
+    """SIGTERM of a lock whose command ignores SIGTERM: the command is
+    killed (SIGKILL, with its tree) before the lease of its term could
+    end, and only then does the lock go to the next one, which starts its
+    command; never two commands at once."""
+    poller = MarkerPoller(str(tmp_path))
+    try:
+        a = locks(zk_hostport, election, "a", "stubborn")
+        poll(lambda: a.first("start"), 20 * SLOW, what="a's command to start")
+        b = locks(zk_hostport, election, "b", "forever")
+        poll(lambda: contenders(observer, election) == 2, 20 * SLOW, what="b queued")
+        a_cmd = int(open(tmp_path / [n for n in os.listdir(tmp_path)
+                                     if n.startswith("running-a-")][0]).read())
+        stopped = boottime_us()
+        a.proc.send_signal(signal.SIGTERM)
+        poll(lambda: b.first("start"), (T_MS / 1000.0 + 10) * SLOW,
+             what="b's command to start")
+        assert not alive(a_cmd), "a's command still runs while b's does"
+        assert a.wait(20) == 128 + signal.SIGKILL
+        b.proc.send_signal(signal.SIGTERM)
+        assert b.wait(20) == 0
+    finally:
+        poller.stop()
+    assert poller.both == [], poller.both[:5]
+    assert poller.samples > 100, poller.samples
+    assert a.first("end") is None       # it never saw its SIGTERM
+    log = open(a.log_path, errors="replace").read()
+    assert "still running at its deadline; SIGKILL to its process tree" in log, log[-3000:]
+    took_ms = (b.first("start")[1] - stopped) / 1000.0
+    print("\n[lock] SIGTERM of a (its command ignores SIGTERM) -> b's command "
+          "started: %.0f ms (T = %d ms)" % (took_ms, T_MS))
+    assert took_ms < (T_MS + 1000) * SLOW, took_ms
+    audit_check([a, b], [b])
+    # a's term ended before b's began, and a's command was gone by then.
+    logs = {lk.name: read_log_lines(lk.log_path) for lk in (a, b)}
+    a_term = parse_audit(logs["a"], "a")[0][0]
+    b_term = parse_audit(logs["b"], "b")[0][0]
+    assert a_term.end <= b_term.start, (a_term, b_term)
 
 
 def test_exit_status_comes_back(locks, zk_hostport, election, tmp_path):
