@@ -427,6 +427,53 @@ def test_readme_by_hand_section_runs(zk_hostport, tmp_path):
         agent.wait(15)
 
 
+def test_readme_one_liners_run_as_written(zk_hostport):
+    """README's "Try it in one line": its three commands, as written but for
+    the ZooKeeper address, the paths (this run's own) and the binaries
+    (this build's). Two `lock`s at once take turns, the second under a
+    higher epoch, and print what README shows; `members` names the holder
+    of `elect`, as README shows."""
+    import re
+    import time
+    text = open(os.path.join(TOP, "README.md")).read()
+    block = re.search(r"## Try it in one line\n.*?```sh\n(.*?)```", text, re.S).group(1)
+    lines = [line for line in block.strip().split("\n") if line and not line.startswith("#")]
+    assert [line.split()[:2] for line in lines] == [
+        ["zkelectctl", "lock"], ["zkelectctl", "elect"], ["zkelectctl", "members"]], lines
+    tag = "%d-%d" % (os.getpid(), time.monotonic_ns())
+
+    def local(line):
+        return (line.replace("127.0.0.1:2181", zk_hostport)
+                .replace("/zkelect/demo", "/zkelect/demo-" + tag)
+                .replace("/zkelect/cron", "/zkelect/cron-" + tag)
+                .replace("zkelectctl ", ZKELECTCTL + " ", 1))
+    env = dict(os.environ, ZKELECTD=ZKELECTD)
+    two = [subprocess.Popen(["sh", "-c", local(lines[0])], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=60 * SLOW) for p in two]
+    assert [p.returncode for p in two] == [0, 0], outs
+    said = sorted(int(re.fullmatch(r"leading under epoch (\d+)\n", o[0]).group(1))
+                  for o in outs)
+    assert said[0] < said[1], said
+    shown = re.findall(r"^leading under epoch (\d+)$", text, re.M)
+    assert len(shown) == 2 and int(shown[0]) < int(shown[1]), shown
+    elect = subprocess.Popen(["sh", "-c", "exec " + local(lines[1])], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        epoch = elect.stdout.readline().strip()
+        assert epoch.isdigit(), (epoch, elect.stderr.read() if elect.poll() is not None else "")
+        r = run(["sh", "-c", local(lines[2])])
+        assert r.returncode == 0, r
+        first = r.stdout.split("\n")[0]
+        assert re.fullmatch(r"/zkelect/cron-%s: leader web1, epoch %s, 1 contender" % (
+            tag, epoch), first), r.stdout
+        assert re.search(r"^/zkelect/cron: leader web1, epoch \d+, 1 contender$", text,
+                         re.M), "README's sample output changed"
+    finally:
+        elect.send_signal(signal.SIGTERM)
+        assert elect.wait(15 * SLOW) == 0
+
+
 def test_a_resigned_leaders_count_is_dated_from_its_resign(agents):
     import time
     a = agents.new("a")
