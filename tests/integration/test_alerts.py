@@ -312,8 +312,12 @@ def test_partition_and_host_alerts_fire_where_staged(elections, proxies, tmp_pat
             ("ZkelectPartitionsDisagree", {"id": "d2", "election": disagree.path}),
             ("ZkelectDuplicateId", {"id": "dup", "election": dup_path}),
         ], forbidden=healthy, timeout=60)
+        # Both agents that share the id say so, each in its own time (each
+        # sees the other at its next listing); the first firing is enough
+        # for wait_firing, so the second is waited for here.
+        poll(lambda: len(active(prom, "ZkelectDuplicateId", id="dup")) == 2, 30,
+             interval=0.25, what="ZkelectDuplicateId firing for both agents named dup")
         # The union of what the members run (6) is owned: not "unowned".
-        assert len(active(prom, "ZkelectDuplicateId", id="dup")) == 2
         (v,) = [float(a["value"]) for a in prom.api("alerts")["alerts"]
                 if a["labels"]["alertname"] == "ZkelectPartitionsUnowned"
                 and a["labels"]["election"] == unowned.path]
