@@ -179,6 +179,8 @@ struct election_event {
 	int64_t		 zxid;
 	int64_t		 pzxid;
 	int64_t		 czxid;
+	int64_t		 ctime;		/* FEV_MEMBER_DATA: the node's ctime (ms,
+					   the ZooKeeper leader's clock) */
 	int64_t		 owner;
 	uint64_t	 hold_ms;
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening */

@@ -38,6 +38,7 @@ static void	fleet_check_stop(struct fleet *, struct fleet_actions *);
 static void	fleet_avoid_check(struct fleet *, struct part *);
 static void	fleet_member_set(struct fleet *, struct fleet_actions *);
 static void	fleet_member_data_build(struct fleet *);
+static struct fleet_member *fleet_member_find(struct fleet *, const char *);
 
 static struct fleet_action *
 fleet_push(struct fleet_actions *out, enum fleet_action_type type, int part)
@@ -700,6 +701,36 @@ fleet_join_quiet(const struct fleet *f)
 	return q < half ? q : half;
 }
 
+/*
+ * A join into a standing fleet needs no window: when every other member's
+ * node is older than ours by a quiet span, the list had stood still for
+ * that long when we joined, and no burst of joins is under way. The
+ * ctimes all come from the ZooKeeper leader's clock, so they compare.
+ */
+static bool
+fleet_join_standing(struct fleet *f)
+{
+	const struct fleet_member *me = fleet_member_find(f, f->member_node);
+	int64_t youngest = 0;
+	int i, others = 0;
+
+	if (me == NULL || me->ctime == 0)
+		return false;
+	for (i = 0; i < f->nmembers; i++) {
+		const struct fleet_member *mb = &f->members[i];
+
+		if (mb == me)
+			continue;
+		if (mb->ctime == 0)
+			return false;
+		others++;
+		if (mb->ctime > youngest)
+			youngest = mb->ctime;
+	}
+	return others > 0 &&
+	    me->ctime - youngest >= (int64_t)fleet_join_quiet(f);
+}
+
 /* A listing, or our node made: the window waits for a quiet span. */
 static void
 fleet_join_heard(struct fleet *f)
@@ -922,6 +953,11 @@ fleet_members_listed(struct fleet *f, struct fleet_actions *out)
 	    f->session == SESSION_CONNECTED)
 		fleet_member_create(f, out);
 	fleet_members_check(f);
+	if (f->join_until != 0 && fleet_join_standing(f)) {
+		log_debug("partitions: the members stood still before we "
+		    "joined; assigning now");
+		f->join_until = 0;
+	}
 	fleet_join_heard(f);
 	fleet_assign(f, out);
 }
@@ -1027,6 +1063,7 @@ fleet_members_apply_data(struct fleet *f, const struct election_event *ev,
 			fleet_member_fields(mb, ev->data + idlen,
 			    (size_t)ev->datalen - idlen);
 			mb->owner = ev->owner;
+			mb->ctime = ev->ctime;
 			mb->known = true;
 			mb->stale = false;
 			/* Our create's answer was lost (rule 6's case): a

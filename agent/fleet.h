@@ -64,6 +64,8 @@ struct fleet_member {
 	int64_t		 seq;
 	char		 id[ELECTION_ID_MAX];
 	int64_t		 owner;		/* its session */
+	int64_t		 ctime;		/* its node's ctime (ms, ZooKeeper's
+					   clock); 0 = not read */
 	bool		 known;		/* id read */
 	bool		 stale;		/* a read of its data failed: the next
 					   listing reads it again */

@@ -116,6 +116,7 @@ struct zk_msg {
 	int64_t		 zxid;
 	int64_t		 pzxid;
 	int64_t		 czxid;
+	int64_t		 ctime;		/* member data: the node's ctime */
 	int64_t		 owner;
 	int		 queued;	/* answers: our requests out at its send */
 	zhandle_t	*zh;		/* session events: which handle */
@@ -520,6 +521,8 @@ zk_data_cb(int rc, const char *value, int value_len, const struct Stat *stat,
 			if (req->kind == ZK_PRED_SET ||
 			    req->kind == ZK_MEMBER_DATA)
 				m->owner = stat->ephemeralOwner;
+			if (req->kind == ZK_MEMBER_DATA)
+				m->ctime = stat->ctime;
 		}
 	}
 	zk_enqueue(req->zk, m);
@@ -713,6 +716,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	ev->zxid = m->zxid;
 	ev->pzxid = m->pzxid;
 	ev->czxid = m->czxid;
+	ev->ctime = m->ctime;
 	ev->owner = m->owner;
 	ev->deleted = m->type == ZOO_DELETED_EVENT;
 	ev->queued = m->queued;

@@ -107,6 +107,7 @@ struct prep {
 	int		 xid, rc;
 	char		 path[NAME];
 	int64_t		 czxid, mzxid, pzxid, owner;
+	int64_t		 ctime;
 	char		 data[PD_MAX];
 	int		 datalen;		/* -1 = null */
 	char		**children;
@@ -166,6 +167,7 @@ struct pnode {
 	char		 data[PD_MAX];
 	int		 datalen;
 	int64_t		 czxid, mzxid, owner;
+	int64_t		 ctime;		/* ms, the model's wall clock */
 };
 
 struct ptree {
@@ -803,6 +805,9 @@ tree_do(struct ptree *t, int tree, struct pop *op, int64_t zxid,
 		memcpy(t->c[i].data, op->data, (size_t)op->datalen);
 		t->c[i].datalen = op->datalen;
 		t->c[i].czxid = t->c[i].mzxid = zxid;
+		/* ZooKeeper's ctime is the leader's clock at the create; the
+		 * model's starts a day in, so that 0 means none. */
+		t->c[i].ctime = (int64_t)(S->now / 1000) + 86400000;
 		t->c[i].owner = session;
 		t->cversion++;
 		t->pzxid = zxid;
@@ -1308,6 +1313,7 @@ static void
 p_stat_child(const struct pnode *n, struct prep *rep)
 {
 	rep->czxid = n->czxid;
+	rep->ctime = n->ctime;
 	rep->mzxid = n->mzxid;
 	rep->pzxid = n->czxid;
 	rep->owner = n->owner;
@@ -1948,6 +1954,7 @@ h_complete(struct phandle *h, struct pcreq *r, int rc, const struct prep *rep)
 			it->data = dup_data(rep->data, rep->datalen);
 			it->ev.datalen = rep->datalen >= 0 ? rep->datalen : 0;
 			it->ev.owner = rep->owner;
+			it->ev.ctime = rep->ctime;
 		}
 		if (rc == ZOK && r->kind == K_MLIST && rep->nchildren > 0) {
 			it->names = calloc((size_t)rep->nchildren, sizeof(char *));
