@@ -196,6 +196,18 @@ def audit_check(locks_, cmds):
     return fig
 
 
+def a_leads_b_queued(locks, zk, election, observer, tmp_path, a_mode):
+    """Lock a running its command (in a_mode), lock b queued behind it;
+    returns (a, b, the pid of a's command)."""
+    a = locks(zk, election, "a", a_mode)
+    poll(lambda: a.first("start"), 20 * SLOW, what="a's command to start")
+    b = locks(zk, election, "b", "forever")
+    poll(lambda: contenders(observer, election) == 2, 20 * SLOW, what="b queued")
+    a_cmd = int(open(tmp_path / [n for n in os.listdir(tmp_path)
+                                 if n.startswith("running-a-")][0]).read())
+    return a, b, a_cmd
+
+
 def test_two_locks_take_turns(locks, zk_hostport, election, observer, tmp_path):
     poller = MarkerPoller(str(tmp_path))
     try:
@@ -226,12 +238,8 @@ def test_two_locks_take_turns(locks, zk_hostport, election, observer, tmp_path):
 def test_kill_9_hands_over_within_t(locks, zk_hostport, election, observer, tmp_path):
     poller = MarkerPoller(str(tmp_path))
     try:
-        a = locks(zk_hostport, election, "a", "forever")
-        poll(lambda: a.first("start"), 20 * SLOW, what="a's command to start")
-        b = locks(zk_hostport, election, "b", "forever")
-        poll(lambda: contenders(observer, election) == 2, 20 * SLOW, what="b queued")
-        a_cmd = int(open(tmp_path / [n for n in os.listdir(tmp_path)
-                                     if n.startswith("running-a-")][0]).read())
+        a, b, a_cmd = a_leads_b_queued(locks, zk_hostport, election, observer, tmp_path,
+                                       "forever")
         killed = boottime_us()
         a.proc.kill()
         assert a.wait(10) == -signal.SIGKILL
@@ -259,12 +267,8 @@ def test_sigterm_kills_a_stubborn_command_before_the_lease(locks, zk_hostport, e
     command; never two commands at once."""
     poller = MarkerPoller(str(tmp_path))
     try:
-        a = locks(zk_hostport, election, "a", "stubborn")
-        poll(lambda: a.first("start"), 20 * SLOW, what="a's command to start")
-        b = locks(zk_hostport, election, "b", "forever")
-        poll(lambda: contenders(observer, election) == 2, 20 * SLOW, what="b queued")
-        a_cmd = int(open(tmp_path / [n for n in os.listdir(tmp_path)
-                                     if n.startswith("running-a-")][0]).read())
+        a, b, a_cmd = a_leads_b_queued(locks, zk_hostport, election, observer, tmp_path,
+                                       "stubborn")
         stopped = boottime_us()
         a.proc.send_signal(signal.SIGTERM)
         poll(lambda: b.first("start"), (T_MS / 1000.0 + 10) * SLOW,
