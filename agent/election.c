@@ -168,9 +168,10 @@ election_bar_name(enum election_bar b)
 		return "the election path cannot be created: the chroot of "
 		    "zookeeper.servers does not exist";
 	case BAR_UNIDENTIFIED:
-		return "the ensemble has observers, and this connection's "
-		    "server cannot be told from one (a proxy?): list the "
-		    "servers' own addresses in zookeeper.servers";
+		return "this connection's server cannot be told from an "
+		    "observer (a proxy in front of an ensemble with observers, "
+		    "or /zookeeper/config not read: the log says which): list "
+		    "the servers' own addresses in zookeeper.servers";
 	default:
 		return NULL;
 	}

@@ -50,7 +50,10 @@ struct probe {
 	struct sockaddr_storage	 peer;
 	struct probe_result	 r;
 	enum election_server	 srvr_server;
+	bool			 config_absent;	/* getData answered an error */
 	struct probe_ensemble	 ens;
+	bool			 have_last;
+	struct probe_ensemble	 last;		/* an earlier probe's read */
 };
 
 /* --- Pure parts --- */
@@ -363,10 +366,15 @@ probe_wildcard(const char *host)
  *    a proxy in front of an ensemble with observers, and nothing tells
  *    which server the session is on: unidentified, no lease;
  *  - otherwise srvr's answer; if it did not say, unidentified as well.
- * Without the config (an old server, an ACL) srvr decides, as before.
+ * Without the config srvr decides, as before, but only where the server
+ * answered that it has none for us (before 3.5, an ACL: `absent`). A read
+ * that got no answer (the probe's session failed or timed out) or one we
+ * cannot parse tells nothing of observers, and behind a proxy srvr may
+ * speak for another server: unidentified, unless srvr says observer. The
+ * next connection asks again.
  */
 enum election_server
-probe_decide(const struct probe_ensemble *ens,
+probe_decide(const struct probe_ensemble *ens, bool absent,
     const struct sockaddr_storage *peer, enum election_server srvr,
     char *why, size_t len)
 {
@@ -379,9 +387,16 @@ probe_decide(const struct probe_ensemble *ens,
 		snprintf(why, len, "srvr says it is an observer");
 		return SERVER_OBSERVER;
 	}
+	if (ens == NULL && !absent) {
+		snprintf(why, len, "/zookeeper/config was not read: "
+		    "nothing tells whether the ensemble has observers, or, "
+		    "behind a proxy, which server the session is on");
+		return SERVER_UNIDENTIFIED;
+	}
 	if (ens == NULL) {
-		snprintf(why, len, "srvr%s (/zookeeper/config not read)",
-		    srvr == SERVER_VOTING ? " says it votes" : " would not say");
+		snprintf(why, len, "srvr%s (the server has no /zookeeper/config "
+		    "for us)", srvr == SERVER_VOTING ? " says it votes" :
+		    " would not say");
 		return srvr;
 	}
 	if (ens->observers == 0) {
@@ -436,9 +451,17 @@ probe_done_cb(evutil_socket_t fd, short what, void *arg)
 	struct probe *p = arg;
 	struct probe_ensemble *ens;
 
+	p->r.config_fresh = p->r.config_known;
+	if (!p->r.config_known && !p->config_absent && p->have_last) {
+		/* No answer this time: the ensemble as last read (it changes
+		 * only by a reconfig). */
+		p->ens = p->last;
+		p->r.config_known = true;
+		p->r.observers = p->ens.observers;
+	}
 	ens = p->r.config_known ? &p->ens : NULL;
-	p->r.server = probe_decide(ens, &p->peer, p->srvr_server, p->r.why,
-	    sizeof(p->r.why));
+	p->r.server = probe_decide(ens, p->config_absent, &p->peer,
+	    p->srvr_server, p->r.why, sizeof(p->r.why));
 	p->cb(p->arg, &p->r);
 }
 
@@ -534,9 +557,12 @@ probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 			probe_sess_done(p, "not an answer to getData");
 			return;
 		}
-		if (err != 0)
+		if (err != 0) {
+			/* ZNONODE before 3.5, ZNOAUTH under an ACL. */
+			p->config_absent = true;
 			snprintf(p->r.session_note, sizeof(p->r.session_note),
 			    "/zookeeper/config: error %d", (int)err);
+		}
 		else if (probe_config_parse((const char *)data,
 		    dlen > 0 ? (size_t)dlen : 0, &p->ens) == -1)
 			snprintf(p->r.session_note, sizeof(p->r.session_note),
@@ -617,7 +643,8 @@ probe_connect(struct event_base *base, const struct sockaddr_storage *peer,
 
 struct probe *
 probe_start(struct event_base *base, const struct sockaddr_storage *peer,
-    socklen_t len, int timeout_ms, probe_cb cb, void *arg)
+    socklen_t len, int timeout_ms, const struct probe_ensemble *last,
+    probe_cb cb, void *arg)
 {
 	struct probe *p = calloc(1, sizeof(*p));
 	uint8_t req[64];
@@ -627,6 +654,10 @@ probe_start(struct event_base *base, const struct sockaddr_storage *peer,
 		return NULL;
 	p->cb = cb;
 	p->arg = arg;
+	if (last != NULL) {
+		p->have_last = true;
+		p->last = *last;
+	}
 	memcpy(&p->peer, peer, sizeof(p->peer));
 	if ((p->ev_done = event_new(base, -1, 0, probe_done_cb, p)) == NULL) {
 		free(p);
@@ -655,6 +686,12 @@ probe_free(struct probe *p)
 		bufferevent_free(p->sess);
 	event_free(p->ev_done);
 	free(p);
+}
+
+const struct probe_ensemble *
+probe_ensemble(const struct probe *p)
+{
+	return &p->ens;
 }
 
 bool

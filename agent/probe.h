@@ -49,6 +49,8 @@ struct probe_result {
 	int	 min_timeout_ms;	/* the server's minSessionTimeout; 0 = not
 					   learned (the note says why) */
 	bool	 config_known;		/* /zookeeper/config was read */
+	bool	 config_fresh;		/* ... by this probe (else the last
+					   read, given to probe_start) */
 	int	 observers;		/* ... and lists this many observers */
 	const char *srvr_mode;		/* "leader", ..., or NULL */
 	char	 srvr_note[128];	/* why srvr did not say, or "" */
@@ -61,11 +63,16 @@ typedef void (*probe_cb)(void *arg, const struct probe_result *r);
 /*
  * Starts both probes to PEER (the address of the client's connection);
  * CB is called once, from the loop, when both have ended (each within
- * timeout_ms). Returns NULL (and calls nothing) if it cannot start.
+ * timeout_ms). LAST (or NULL) is the ensemble an earlier probe read,
+ * decided with if this one's read gets no answer. Returns NULL (and calls
+ * nothing) if it cannot start.
  */
 struct probe *probe_start(struct event_base *base,
     const struct sockaddr_storage *peer, socklen_t len, int timeout_ms,
-    probe_cb cb, void *arg);
+    const struct probe_ensemble *last, probe_cb cb, void *arg);
+/* The ensemble this probe read (valid in its callback, when
+ * r->config_fresh). */
+const struct probe_ensemble *probe_ensemble(const struct probe *p);
 /* Stops a probe; its callback is not called. */
 void	probe_free(struct probe *p);
 /* Whether fd is one of the probe's connections (p may be NULL). */
@@ -101,10 +108,12 @@ int	probe_config_parse(const char *text, size_t len,
 
 /*
  * What the server behind PEER is, from srvr's answer and the ensemble's
- * config (NULL: not read). why (of size len) says how it was decided.
+ * config (NULL: not read; absent: the server answered that it has none
+ * for us, rather than not at all). why (of size len) says how it was
+ * decided.
  */
 enum election_server probe_decide(const struct probe_ensemble *ens,
-	    const struct sockaddr_storage *peer, enum election_server srvr,
+	    bool absent, const struct sockaddr_storage *peer, enum election_server srvr,
 	    char *why, size_t len);
 
 #endif

@@ -157,6 +157,8 @@ struct zk {
 	bool		 probe_limits_warned; /* "cannot learn" said once */
 	char		 probe_why[256]; /* the last decision, said once */
 	int		 told_min_timeout; /* minSessionTimeout last logged */
+	bool		 ens_known;	/* a probe has read /zookeeper/config */
+	struct probe_ensemble ens;	/* ... and found this ensemble */
 	int		 told_timeout;	/* negotiated timeout last logged */
 	bool		 told_short;	/* "below twice tick_time" said */
 };
@@ -1448,8 +1450,15 @@ zk_kick(struct zk *zk, const char *server)
 	 */
 	if (zk->naddrs % 2 == 0 && zk->zh != NULL)
 		zoo_cycle_next_server(zk->zh);
+	name[0] = '\0';
 	while ((fd = zk_server_socket(zk, fd, &peer, &len)) != -1) {
-		zk_peer_name(&peer, len, name, sizeof(name));
+		/* Another socket to the server is a probe's, freed but not
+		 * closed yet: shut it as well, and say it once. */
+		shutdown(fd, SHUT_RDWR);
+		if (name[0] == '\0')
+			zk_peer_name(&peer, len, name, sizeof(name));
+	}
+	if (name[0] != '\0') {
 		if (server != NULL && strcmp(server, "observer") == 0)
 			log_warnx("zookeeper: %s is an observer, and no lease "
 			    "is earned through one; moving to another server",
@@ -1462,7 +1471,6 @@ zk_kick(struct zk *zk, const char *server)
 			log_warnx("zookeeper: no answer from %s for %" PRIu64
 			    " ms; moving to another server", name,
 			    fleet_session(zk->fleet)->shape.kick);
-		shutdown(fd, SHUT_RDWR);
 	}
 }
 
@@ -1494,6 +1502,11 @@ zk_probe_cb(void *arg, const struct probe_result *r)
 	int bound;
 
 	r = &res;
+	if (r->config_fresh && zk->probe != NULL) {
+		/* A later probe whose read gets no answer decides with it. */
+		zk->ens = *probe_ensemble(zk->probe);
+		zk->ens_known = true;
+	}
 	zk_probe_end(zk);
 	if (zk->probe_connect != zk->connects ||
 	    e->session != SESSION_CONNECTED)
@@ -1513,8 +1526,10 @@ zk_probe_cb(void *arg, const struct probe_result *r)
 		    r->session_note : "not read");
 	} else if (r->server == SERVER_UNIDENTIFIED &&
 	    strcmp(zk->probe_why, r->why) != 0)
-		log_warnx("zookeeper: no lease through %s: %s", zk->probe_peer,
-		    r->why);
+		log_warnx("zookeeper: no lease through %s: %s%s%s%s",
+		    zk->probe_peer, r->why, r->config_known ? "" : " (",
+		    r->config_known ? "" : (r->session_note[0] != '\0' ?
+		    r->session_note : "no answer"), r->config_known ? "" : ")");
 	snprintf(zk->probe_why, sizeof(zk->probe_why), "%s", r->why);
 	if (r->min_timeout_ms > zk->told_min_timeout) {
 		zk->told_min_timeout = r->min_timeout_ms;
@@ -1566,20 +1581,20 @@ zk_probe_start(struct zk *zk)
 		    "not found");
 		snprintf(r.session_note, sizeof(r.session_note), "%s",
 		    r.srvr_note);
-		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
-		    sizeof(r.why));
+		r.server = probe_decide(zk->ens_known ? &zk->ens : NULL, false,
+		    &peer, SERVER_UNKNOWN, r.why, sizeof(r.why));
 		zk_probe_cb(zk, &r);
 		return;
 	}
 	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
 	zk->probe = probe_start(zk->agent->base, &peer, len, ZK_PROBE_MS,
-	    zk_probe_cb, zk);
+	    zk->ens_known ? &zk->ens : NULL, zk_probe_cb, zk);
 	if (zk->probe == NULL) {
 		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s", strerror(errno));
 		snprintf(r.session_note, sizeof(r.session_note), "%s",
 		    r.srvr_note);
-		r.server = probe_decide(NULL, &peer, SERVER_UNKNOWN, r.why,
-		    sizeof(r.why));
+		r.server = probe_decide(zk->ens_known ? &zk->ens : NULL, false,
+		    &peer, SERVER_UNKNOWN, r.why, sizeof(r.why));
 		zk_probe_cb(zk, &r);
 	}
 }

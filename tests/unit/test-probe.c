@@ -173,39 +173,48 @@ START_TEST(test_decide)
 
 	/* No observer in the ensemble: voting, whatever srvr says. */
 	probe_config_parse(none, strlen(none), &ens);
-	ck_assert_int_eq(probe_decide(&ens, &proxy, SERVER_UNKNOWN, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &proxy, SERVER_UNKNOWN, why,
 	    sizeof(why)), SERVER_VOTING);
 	/* srvr says observer: believed. */
-	ck_assert_int_eq(probe_decide(&ens, &zk2, SERVER_OBSERVER, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &zk2, SERVER_OBSERVER, why,
 	    sizeof(why)), SERVER_OBSERVER);
 	/* Observers, and an address that is no server's: unidentified, even
 	 * though srvr (through the proxy) said voting. */
 	probe_config_parse(obs, strlen(obs), &ens);
-	ck_assert_int_eq(probe_decide(&ens, &proxy, SERVER_VOTING, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &proxy, SERVER_VOTING, why,
 	    sizeof(why)), SERVER_UNIDENTIFIED);
 	ck_assert_ptr_nonnull(strstr(why, "127.0.0.100 is none of the 4"));
 	/* A server's own host: srvr decides. */
-	ck_assert_int_eq(probe_decide(&ens, &zk2, SERVER_VOTING, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &zk2, SERVER_VOTING, why,
 	    sizeof(why)), SERVER_VOTING);
-	ck_assert_int_eq(probe_decide(&ens, &zk2, SERVER_UNKNOWN, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &zk2, SERVER_UNKNOWN, why,
 	    sizeof(why)), SERVER_UNIDENTIFIED);
 	/* Client addresses in the server lines: the match decides. */
 	probe_config_parse(obs_client, strlen(obs_client), &ens);
 	zk2 = addr4("127.0.0.4", 2182);
-	ck_assert_int_eq(probe_decide(&ens, &zk2, SERVER_VOTING, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &zk2, SERVER_VOTING, why,
 	    sizeof(why)), SERVER_OBSERVER);
 	zk2 = addr4("127.0.0.1", 2181);
-	ck_assert_int_eq(probe_decide(&ens, &zk2, SERVER_UNKNOWN, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &zk2, SERVER_UNKNOWN, why,
 	    sizeof(why)), SERVER_VOTING);
 	/* Servers named by host name: no proxy can be told; srvr decides. */
 	probe_config_parse(obs_names, strlen(obs_names), &ens);
-	ck_assert_int_eq(probe_decide(&ens, &proxy, SERVER_VOTING, why,
+	ck_assert_int_eq(probe_decide(&ens, false, &proxy, SERVER_VOTING, why,
 	    sizeof(why)), SERVER_VOTING);
-	/* No config read: srvr decides, as before. */
-	ck_assert_int_eq(probe_decide(NULL, &proxy, SERVER_VOTING, why,
+	/* The server has no config for us (before 3.5, an ACL): srvr
+	 * decides, as before. */
+	ck_assert_int_eq(probe_decide(NULL, true, &proxy, SERVER_VOTING, why,
 	    sizeof(why)), SERVER_VOTING);
-	ck_assert_int_eq(probe_decide(NULL, &proxy, SERVER_UNKNOWN, why,
+	ck_assert_int_eq(probe_decide(NULL, true, &proxy, SERVER_UNKNOWN, why,
 	    sizeof(why)), SERVER_UNKNOWN);
+	/* The read got no answer (the probe's session failed): nothing is
+	 * known of observers, and srvr may speak for another server behind
+	 * a proxy. */
+	ck_assert_int_eq(probe_decide(NULL, false, &proxy, SERVER_VOTING, why,
+	    sizeof(why)), SERVER_UNIDENTIFIED);
+	ck_assert_ptr_nonnull(strstr(why, "/zookeeper/config was not read"));
+	ck_assert_int_eq(probe_decide(NULL, false, &zk2, SERVER_OBSERVER, why,
+	    sizeof(why)), SERVER_OBSERVER);
 }
 END_TEST
 

@@ -474,6 +474,10 @@ class AgentSet:
         (conftest.py's hook reads the list on the test's node)."""
         node = request.node
         node._zkelect_agent_sets = getattr(node, "_zkelect_agent_sets", []) + [self]
+        # The report is written after the test's own cleanup (its
+        # `finally:`): keep the logs until the test's teardown.
+        self.keep_dir = True
+        request.addfinalizer(self.remove_dir)
         return self
 
     def new(self, agent_id, start=True, zk_hostport=None, **kw):
@@ -506,6 +510,10 @@ class AgentSet:
                 a.kill()
             except Exception:  # noqa: BLE001 - teardown must reach every agent
                 pass
+        if not getattr(self, "keep_dir", False):
+            self.remove_dir()
+
+    def remove_dir(self):
         if os.environ.get("ZKELECT_TEST_KEEP") is None:
             shutil.rmtree(self.dir, ignore_errors=True)
 
