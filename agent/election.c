@@ -169,9 +169,9 @@ election_bar_name(enum election_bar b)
 		    "zookeeper.servers does not exist";
 	case BAR_UNIDENTIFIED:
 		return "this connection's server cannot be told from an "
-		    "observer (a proxy in front of an ensemble with observers, "
-		    "or /zookeeper/config not read: the log says which): list "
-		    "the servers' own addresses in zookeeper.servers";
+		    "observer (a proxy in front of an ensemble with observers: "
+		    "list the servers' own addresses in zookeeper.servers; or "
+		    "/zookeeper/config not read: the log says why)";
 	default:
 		return NULL;
 	}

@@ -84,9 +84,9 @@ enum election_server {
 	SERVER_UNKNOWN,		/* not asked yet, or it would not say */
 	SERVER_VOTING,		/* leader, follower or standalone */
 	SERVER_OBSERVER,	/* relays touches: no lease through it */
-	SERVER_UNIDENTIFIED,	/* the ensemble has observers, and nothing
-				   tells which server this is (a proxy):
-				   no lease through it */
+	SERVER_UNIDENTIFIED,	/* nothing tells it from an observer (a
+				   proxy in front of an ensemble with them,
+				   or the config not read): no lease */
 };
 
 /* Where the bound on tickTime that the lease counts with comes from. */

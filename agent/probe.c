@@ -37,6 +37,9 @@
 #define PROBE_XID_CLOSE		2
 #define PROBE_OP_GETDATA	4
 #define PROBE_OP_CLOSE		(-11)
+#define PROBE_ZNONODE		(-101)	/* ZooKeeper's error codes */
+#define PROBE_ZNOAUTH		(-102)
+#define PROBE_ZNEEDSASL		(-124)	/* SESSIONCLOSEDREQUIRESASLAUTH */
 
 enum probe_stage { STAGE_CONNECT, STAGE_GET, STAGE_CLOSE, STAGE_DONE };
 
@@ -50,10 +53,8 @@ struct probe {
 	struct sockaddr_storage	 peer;
 	struct probe_result	 r;
 	enum election_server	 srvr_server;
-	bool			 config_absent;	/* getData answered an error */
 	struct probe_ensemble	 ens;
-	bool			 have_last;
-	struct probe_ensemble	 last;		/* an earlier probe's read */
+	struct probe_memory	 mem;		/* earlier probes' */
 };
 
 /* --- Pure parts --- */
@@ -181,14 +182,30 @@ probe_reply(const uint8_t *body, size_t len, int32_t *xid, int32_t *err,
 	*err = (int32_t)probe_get32(body + 12);
 	*data = NULL;
 	*datalen = -1;
-	if (*err != 0 || len < 20)
+	if (*err != 0)
 		return 0;
+	if (len < 20)
+		return -1;	/* a success without its data's length */
 	*datalen = (int32_t)probe_get32(body + 16);
 	if (*datalen > 0 && (size_t)*datalen > len - 20)
 		return -1;
 	if (*datalen > 0)
 		*data = body + 20;
 	return 0;
+}
+
+/*
+ * A host of the config, cut to fit: only a numeric address is ever
+ * compared, and no numeric address is that long, so a longer name (a
+ * Kubernetes service's, say) is still a name.
+ */
+static void
+probe_copy_host(char *host, size_t hlen, const char *h, size_t l)
+{
+	if (l >= hlen)
+		l = hlen - 1;
+	memcpy(host, h, l);
+	host[l] = '\0';
 }
 
 /* "host:port", "[v6]:port" or "port" (no host) into host and port. */
@@ -214,10 +231,7 @@ probe_hostport(const char *s, size_t n, char *host, size_t hlen, int *port)
 			h++;
 			l -= 2;
 		}
-		if (l >= hlen)
-			return -1;
-		memcpy(host, h, l);
-		host[l] = '\0';
+		probe_copy_host(host, hlen, h, l);
 		l = n - (size_t)(colon + 1 - s);
 	}
 	if (port == NULL)
@@ -261,16 +275,16 @@ probe_server_line(const char *s, size_t n, struct probe_server *sv)
 	/* The host: up to the colon before the quorum port. */
 	if (s < end && *s == '[') {
 		c1 = memchr(s, ']', l);
-		if (c1 == NULL || (size_t)(c1 - s - 1) >= sizeof(sv->host))
+		if (c1 == NULL)
 			return -1;
-		memcpy(sv->host, s + 1, (size_t)(c1 - s - 1));
-		sv->host[c1 - s - 1] = '\0';
+		probe_copy_host(sv->host, sizeof(sv->host), s + 1,
+		    (size_t)(c1 - s - 1));
 	} else {
 		c1 = memchr(s, ':', l);
-		if (c1 == NULL || (size_t)(c1 - s) >= sizeof(sv->host))
+		if (c1 == NULL)
 			return -1;
-		memcpy(sv->host, s, (size_t)(c1 - s));
-		sv->host[c1 - s] = '\0';
+		probe_copy_host(sv->host, sizeof(sv->host), s,
+		    (size_t)(c1 - s));
 	}
 	return sv->host[0] != '\0' ? 0 : -1;
 }
@@ -450,18 +464,19 @@ probe_done_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct probe *p = arg;
 	struct probe_ensemble *ens;
+	bool absent = p->r.config_absent;
 
 	p->r.config_fresh = p->r.config_known;
-	if (!p->r.config_known && !p->config_absent && p->have_last) {
-		/* No answer this time: the ensemble as last read (it changes
-		 * only by a reconfig). */
-		p->ens = p->last;
+	if (!p->r.config_known && p->mem.ens_known) {
+		/* Not read this time: the ensemble as last read. */
+		p->ens = p->mem.ens;
 		p->r.config_known = true;
 		p->r.observers = p->ens.observers;
-	}
+	} else if (!p->r.config_known && p->mem.absent)
+		absent = true;		/* none for us, as a server said */
 	ens = p->r.config_known ? &p->ens : NULL;
-	p->r.server = probe_decide(ens, p->config_absent, &p->peer,
-	    p->srvr_server, p->r.why, sizeof(p->r.why));
+	p->r.server = probe_decide(ens, absent, &p->peer, p->srvr_server,
+	    p->r.why, sizeof(p->r.why));
 	p->cb(p->arg, &p->r);
 }
 
@@ -558,8 +573,11 @@ probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 			return;
 		}
 		if (err != 0) {
-			/* ZNONODE before 3.5, ZNOAUTH under an ACL. */
-			p->config_absent = true;
+			/* None for us, for good: ZNONODE before 3.5, ZNOAUTH
+			 * under an ACL, a session refused without SASL. Any
+			 * other error (a throttle, a timeout) is no answer. */
+			p->r.config_absent = err == PROBE_ZNONODE ||
+			    err == PROBE_ZNOAUTH || err == PROBE_ZNEEDSASL;
 			snprintf(p->r.session_note, sizeof(p->r.session_note),
 			    "/zookeeper/config: error %d", (int)err);
 		}
@@ -643,7 +661,7 @@ probe_connect(struct event_base *base, const struct sockaddr_storage *peer,
 
 struct probe *
 probe_start(struct event_base *base, const struct sockaddr_storage *peer,
-    socklen_t len, int timeout_ms, const struct probe_ensemble *last,
+    socklen_t len, int timeout_ms, const struct probe_memory *mem,
     probe_cb cb, void *arg)
 {
 	struct probe *p = calloc(1, sizeof(*p));
@@ -654,10 +672,8 @@ probe_start(struct event_base *base, const struct sockaddr_storage *peer,
 		return NULL;
 	p->cb = cb;
 	p->arg = arg;
-	if (last != NULL) {
-		p->have_last = true;
-		p->last = *last;
-	}
+	if (mem != NULL)
+		p->mem = *mem;
 	memcpy(&p->peer, peer, sizeof(p->peer));
 	if ((p->ev_done = event_new(base, -1, 0, probe_done_cb, p)) == NULL) {
 		free(p);
@@ -688,10 +704,16 @@ probe_free(struct probe *p)
 	free(p);
 }
 
-const struct probe_ensemble *
-probe_ensemble(const struct probe *p)
+void
+probe_remember(struct probe_memory *mem, const struct probe *p,
+    const struct probe_result *r)
 {
-	return &p->ens;
+	if (r->config_fresh) {
+		mem->ens = p->ens;
+		mem->ens_known = true;
+	}
+	if (r->config_absent)
+		mem->absent = true;
 }
 
 bool

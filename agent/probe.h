@@ -43,6 +43,15 @@ struct probe_ensemble {
 	struct probe_server server[PROBE_SERVERS_MAX];
 };
 
+/* What this agent's earlier probes learned of the ensemble: a probe whose
+ * own read gets no answer decides with it. */
+struct probe_memory {
+	bool	 ens_known;		/* a probe read /zookeeper/config: */
+	struct probe_ensemble ens;	/* ... the last ensemble read */
+	bool	 absent;		/* a server answered that it has none
+					   for us (before 3.5, an ACL) */
+};
+
 /* What a probe learned, for EV_SERVER and the log. */
 struct probe_result {
 	enum election_server server;
@@ -51,6 +60,8 @@ struct probe_result {
 	bool	 config_known;		/* /zookeeper/config was read */
 	bool	 config_fresh;		/* ... by this probe (else the last
 					   read, given to probe_start) */
+	bool	 config_absent;		/* this probe's read was answered:
+					   none for us */
 	int	 observers;		/* ... and lists this many observers */
 	const char *srvr_mode;		/* "leader", ..., or NULL */
 	char	 srvr_note[128];	/* why srvr did not say, or "" */
@@ -63,16 +74,17 @@ typedef void (*probe_cb)(void *arg, const struct probe_result *r);
 /*
  * Starts both probes to PEER (the address of the client's connection);
  * CB is called once, from the loop, when both have ended (each within
- * timeout_ms). LAST (or NULL) is the ensemble an earlier probe read,
- * decided with if this one's read gets no answer. Returns NULL (and calls
- * nothing) if it cannot start.
+ * timeout_ms). MEM is what earlier probes learned, decided with if this
+ * one's read gets no answer. Returns NULL (and calls nothing) if it
+ * cannot start.
  */
 struct probe *probe_start(struct event_base *base,
     const struct sockaddr_storage *peer, socklen_t len, int timeout_ms,
-    const struct probe_ensemble *last, probe_cb cb, void *arg);
-/* The ensemble this probe read (valid in its callback, when
- * r->config_fresh). */
-const struct probe_ensemble *probe_ensemble(const struct probe *p);
+    const struct probe_memory *mem, probe_cb cb, void *arg);
+/* Records what r (a probe's result, in its callback) learned in mem. */
+void	probe_remember(struct probe_memory *mem, const struct probe *p,
+	    const struct probe_result *r);
+
 /* Stops a probe; its callback is not called. */
 void	probe_free(struct probe *p);
 /* Whether fd is one of the probe's connections (p may be NULL). */
@@ -108,9 +120,8 @@ int	probe_config_parse(const char *text, size_t len,
 
 /*
  * What the server behind PEER is, from srvr's answer and the ensemble's
- * config (NULL: not read; absent: the server answered that it has none
- * for us, rather than not at all). why (of size len) says how it was
- * decided.
+ * config (NULL: not read; absent: a server answered that it has none for
+ * us, rather than not at all). why (of size len) says how it was decided.
  */
 enum election_server probe_decide(const struct probe_ensemble *ens,
 	    bool absent, const struct sockaddr_storage *peer, enum election_server srvr,

@@ -157,8 +157,8 @@ struct zk {
 	bool		 probe_limits_warned; /* "cannot learn" said once */
 	char		 probe_why[256]; /* the last decision, said once */
 	int		 told_min_timeout; /* minSessionTimeout last logged */
-	bool		 ens_known;	/* a probe has read /zookeeper/config */
-	struct probe_ensemble ens;	/* ... and found this ensemble */
+	struct probe_memory probe_mem;	/* what earlier probes learned */
+	uint64_t	 resolved_at;	/* the names last resolved again */
 	int		 told_timeout;	/* negotiated timeout last logged */
 	bool		 told_short;	/* "below twice tick_time" said */
 };
@@ -1502,11 +1502,8 @@ zk_probe_cb(void *arg, const struct probe_result *r)
 	int bound;
 
 	r = &res;
-	if (r->config_fresh && zk->probe != NULL) {
-		/* A later probe whose read gets no answer decides with it. */
-		zk->ens = *probe_ensemble(zk->probe);
-		zk->ens_known = true;
-	}
+	if (zk->probe != NULL)
+		probe_remember(&zk->probe_mem, zk->probe, r);
 	zk_probe_end(zk);
 	if (zk->probe_connect != zk->connects ||
 	    e->session != SESSION_CONNECTED)
@@ -1569,11 +1566,24 @@ zk_probe_start(struct zk *zk)
 	struct sockaddr_storage peer;
 	struct probe_result r;
 	socklen_t len;
+	int fd;
 
 	zk_probe_end(zk);
 	zk->probe_connect = zk->connects;
 	memset(&r, 0, sizeof(r));
-	if (zk_server_socket(zk, -1, &peer, &len) == -1) {
+	memset(&peer, 0, sizeof(peer));
+	fd = zk_server_socket(zk, -1, &peer, &len);
+	if (fd == -1 && clock_now_ms() >= zk->resolved_at + 60000) {
+		/* The names may have moved (a server's pod started again
+		 * elsewhere): resolve them again, at most once a minute. */
+		zk->resolved_at = clock_now_ms();
+		watchdog_hold(zk->agent->watchdog, true);	/* may block */
+		zk_resolve_servers(zk, false);
+		watchdog_hold(zk->agent->watchdog, false);
+		fd = zk_server_socket(zk, -1, &peer, &len);
+	}
+	if (fd == -1) {
+		memset(&peer, 0, sizeof(peer));
 		/* Gone again (the next connection asks), or not found: the
 		 * election must hear something either way. */
 		snprintf(zk->probe_peer, sizeof(zk->probe_peer), "the server");
@@ -1581,20 +1591,22 @@ zk_probe_start(struct zk *zk)
 		    "not found");
 		snprintf(r.session_note, sizeof(r.session_note), "%s",
 		    r.srvr_note);
-		r.server = probe_decide(zk->ens_known ? &zk->ens : NULL, false,
-		    &peer, SERVER_UNKNOWN, r.why, sizeof(r.why));
+		r.server = probe_decide(zk->probe_mem.ens_known ?
+		    &zk->probe_mem.ens : NULL, zk->probe_mem.absent, &peer,
+		    SERVER_UNKNOWN, r.why, sizeof(r.why));
 		zk_probe_cb(zk, &r);
 		return;
 	}
 	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
 	zk->probe = probe_start(zk->agent->base, &peer, len, ZK_PROBE_MS,
-	    zk->ens_known ? &zk->ens : NULL, zk_probe_cb, zk);
+	    &zk->probe_mem, zk_probe_cb, zk);
 	if (zk->probe == NULL) {
 		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s", strerror(errno));
 		snprintf(r.session_note, sizeof(r.session_note), "%s",
 		    r.srvr_note);
-		r.server = probe_decide(zk->ens_known ? &zk->ens : NULL, false,
-		    &peer, SERVER_UNKNOWN, r.why, sizeof(r.why));
+		r.server = probe_decide(zk->probe_mem.ens_known ?
+		    &zk->probe_mem.ens : NULL, zk->probe_mem.absent, &peer,
+		    SERVER_UNKNOWN, r.why, sizeof(r.why));
 		zk_probe_cb(zk, &r);
 	}
 }

@@ -6,9 +6,10 @@ lease"), against real ZooKeeper servers and real agents:
   * zookeeper.tick_time above half the negotiated timeout: no lease can be
     proven, so the agent never leads, and says why (status reason, one log
     line), while another agent leads;
-  * the server says what it is (srvr): session.server in the status; a
-    server that will not say (a tunnel, a TLS port) is taken for a voting
-    one, and the log says once what that assumes.
+  * the server says what it is (srvr, and /zookeeper/config read on a
+    session of the probe's own): session.server in the status; a server
+    that tells nothing earns no lease and says why, and a read that fails
+    after one that worked decides with the ensemble read then.
 """
 
 import socket
@@ -91,7 +92,16 @@ class NoSrvrProxy:
         self.hostport = "127.0.0.1:%d" % self.lsock.getsockname()[1]
         self.refused = 0
         self.closed = False
+        self.conns = []
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def drop_all(self):
+        """Ends every connection forwarded so far (the agent reconnects)."""
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _accept(self):
         while not self.closed:
@@ -112,6 +122,7 @@ class NoSrvrProxy:
             self.probes_refused += 1
             c.close()
             return
+        self.conns.append(c)
         host, port = self.upstream.split(":")
         u = socket.create_connection((host, int(port)))
         u.sendall(first)
@@ -177,7 +188,8 @@ def test_server_that_tells_nothing_earns_no_lease(agents, zk_hostport):
         assert s["session"]["tick_bound_from"] == "assumed", s
         # It moves on and asks again, and still learns nothing: no lead.
         poll(lambda: p.probes_refused >= 2, 10 * SLOW, what="a second probe")
-        assert a.status()["is_leader"] is False
+        s = a.status()
+        assert s is None or s["is_leader"] is False, s
         log = a.log_text(200000)
         assert "audit: lead " not in log, log[-3000:]
         assert log.count("no lease through %s: /zookeeper/config was not read"
@@ -188,6 +200,32 @@ def test_server_that_tells_nothing_earns_no_lease(agents, zk_hostport):
         s = a.wait_for(lambda s: s["is_leader"], 20 * SLOW, what="a leads")
         assert s["session"]["server"] == "voting", s
         assert s["session"]["tick_bound_from"] == "servers", s
+    finally:
+        p.close()
+
+
+def test_a_read_that_fails_later_decides_with_the_one_before(agents, zk_hostport):
+    """The ensemble an earlier probe read stands for a read that gets no
+    answer: a leader whose next connection's probe is refused keeps its
+    server "voting" (this ensemble has no observer) and its term, instead
+    of finding its server unidentified and losing the term."""
+    p = NoSrvrProxy(zk_hostport)
+    try:
+        a = agents.new("a", zk_hostport=p.hostport)
+        s = a.wait_for(lambda s: s["is_leader"] and s["session"]["server"] == "voting",
+                       30 * SLOW, what="a leads through a voting server")
+        epoch = s["epoch"]
+        p.refuse_probe = True
+        p.drop_all()
+        poll(lambda: p.probes_refused >= 1, 10 * SLOW, what="a refused probe")
+        s = a.wait_for(lambda s: s["session"]["state"] == "connected" and
+                       s["session"]["server"] != "unknown", 10 * SLOW,
+                       what="the probe of the new connection to end")
+        assert s["session"]["server"] == "voting", s
+        assert s["is_leader"] and s["epoch"] == epoch, s
+        log = a.log_text(200000)
+        assert "no lease through" not in log, log[-3000:]
+        assert log.count("audit: lead ") == 1, log[-3000:]
     finally:
         p.close()
 

@@ -83,6 +83,9 @@ START_TEST(test_reply_wire)
 	    &len), 0);
 	ck_assert_int_eq(err, -101);
 	ck_assert_int_eq(len, -1);
+	/* A success with no data's length is no answer (it was taken for
+	 * an empty config: no observers). */
+	ck_assert_int_eq(probe_reply(reply, 16, &xid, &err, &data, &len), -1);
 	ck_assert_uint_eq(probe_get_request(buf, sizeof(buf), 1,
 	    "/zookeeper/config"), 4 + 8 + 4 + 17 + 1);
 	ck_assert_uint_eq(probe_get_request(buf, 10, 1, "/zookeeper/config"),
@@ -150,6 +153,35 @@ addr4(const char *ip, int port)
  * round-robin proxy in front of an observer and a follower, where srvr
  * reaches another server than the session's and says "voting".
  */
+/*
+ * Names longer than the host we keep (a Kubernetes service's) are still
+ * names: the config is read, and its observers counted. (A parse that
+ * failed on one would now mean no lease, ever.)
+ */
+START_TEST(test_config_long_names)
+{
+	static const char k8s[] =
+	    "server.1=zookeeper-0.zookeeper-headless.production-data-platform"
+	    ".svc.cluster.local:2888:3888:participant;0.0.0.0:2181\n"
+	    "server.2=[zookeeper-1.zookeeper-headless.production-data-platform"
+	    ".svc.cluster.local]:2888:3888:participant\n"
+	    "server.3=zookeeper-2.zookeeper-headless.production-data-platform"
+	    ".svc.cluster.local:2888:3888:observer;zookeeper-2.zookeeper-head"
+	    "less.production-data-platform.svc.cluster.local:2181\nversion=0";
+	struct probe_ensemble ens;
+	struct sockaddr_storage proxy = addr4("127.0.0.100", 2181);
+	char why[256];
+
+	ck_assert_int_eq(probe_config_parse(k8s, strlen(k8s), &ens), 0);
+	ck_assert_int_eq(ens.n, 3);
+	ck_assert_int_eq(ens.observers, 1);
+	ck_assert_int_eq(ens.server[2].client_port, 2181);
+	/* Names: no proxy can be told, srvr decides (case 5). */
+	ck_assert_int_eq(probe_decide(&ens, false, &proxy, SERVER_VOTING, why,
+	    sizeof(why)), SERVER_VOTING);
+}
+END_TEST
+
 START_TEST(test_decide)
 {
 	static const char none[] =
@@ -230,6 +262,7 @@ main(void)
 	tcase_add_test(tc, test_connect_wire);
 	tcase_add_test(tc, test_reply_wire);
 	tcase_add_test(tc, test_config_parse);
+	tcase_add_test(tc, test_config_long_names);
 	tcase_add_test(tc, test_decide);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

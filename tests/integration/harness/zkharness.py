@@ -477,7 +477,7 @@ class AgentSet:
         # The report is written after the test's own cleanup (its
         # `finally:`): keep the logs until the test's teardown.
         self.keep_dir = True
-        request.addfinalizer(self.remove_dir)
+        request.addfinalizer(self.finish)
         return self
 
     def new(self, agent_id, start=True, zk_hostport=None, **kw):
@@ -502,7 +502,7 @@ class AgentSet:
             return ls[0] if len(ls) == 1 else None
         return poll(probe, timeout, interval=0.02, what=what)
 
-    def cleanup(self):
+    def kill_all(self):
         for a in self.agents:
             try:
                 if a.paused and a.running():
@@ -510,8 +510,17 @@ class AgentSet:
                 a.kill()
             except Exception:  # noqa: BLE001 - teardown must reach every agent
                 pass
+
+    def cleanup(self):
+        self.kill_all()
         if not getattr(self, "keep_dir", False):
             self.remove_dir()
+
+    def finish(self):
+        """The test's teardown, after its report: a fixture's own
+        teardown may not have run yet (finalizers run last first)."""
+        self.kill_all()
+        self.remove_dir()
 
     def remove_dir(self):
         if os.environ.get("ZKELECT_TEST_KEEP") is None:
