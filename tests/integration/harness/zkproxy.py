@@ -20,6 +20,12 @@ upstream ZooKeeper. Its mode can be switched at any time from the test:
                 4-byte length + payload) still goes through, so the client
                 gets a session and then sends requests whose replies are lost.
 
+With spare_probes set, the agent's probes of the server it reached (srvr,
+and the short session that asks for a 1 ms timeout to read
+/zookeeper/config) pass whatever the mode, once accepted: for a test of the
+agent's own session that starts with a fault, where a probe that learns
+nothing would (rightly) keep the agent out of the queue.
+
 A connection that lost bytes (blackhole, drop_replies) carries a desynced
 ZooKeeper stream: when the proxy moves to another mode that forwards
 anything (pass, delay, drop_replies) such "tainted" connections are reset, as a real partition long enough to
@@ -72,6 +78,7 @@ class _Conn:
         self.closed = False
         self.c2s_held = bytearray()      # client bytes held back by the gate
         self.c2s_frames = 0              # client frames forwarded while gated
+        self.probe = None                # the agent's probe? (its first bytes)
         self.out[client] = bytearray()
         if server is not None:
             self.out[server] = bytearray()
@@ -94,6 +101,7 @@ class ZKProxy:
         self.delay_ms = 0
         self.keep_handshake = True
         self.gate_after = None
+        self.spare_probes = False
         self.max_lifetime = max_lifetime
         self.stats = collections.Counter()
         self._conns = []
@@ -330,7 +338,12 @@ class ZKProxy:
             if need > 0:
                 c.s2c_head += data[:need]
             c.s2c_seen += len(data)
+        if not from_server and c.probe is None:
+            c.probe = data.startswith(b"srvr") or (
+                len(data) >= 20 and struct.unpack(">i", data[16:20])[0] == 1)
         mode = self.mode
+        if self.spare_probes and c.probe:
+            mode = PASS
         if mode == BLACKHOLE or c.server is None:
             c.tainted = True
             self.stats["discarded"] += len(data)
