@@ -549,8 +549,6 @@ probe_sess_done(struct probe *p, const char *why)
 static void
 probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 {
-	struct evbuffer *out = bufferevent_get_output(p->sess);
-	uint8_t buf[128];
 	const uint8_t *data;
 	int32_t xid, err, dlen;
 	int t;
@@ -562,9 +560,7 @@ probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 			return;
 		}
 		p->r.min_timeout_ms = t;
-		p->stage = STAGE_GET;
-		evbuffer_add(out, buf, probe_get_request(buf, sizeof(buf),
-		    PROBE_XID_GET, PROBE_CONFIG_NODE));
+		p->stage = STAGE_GET;	/* sent with the connect request */
 		return;
 	case STAGE_GET:
 		if (probe_reply(body, len, &xid, &err, &data, &dlen) == -1 ||
@@ -580,8 +576,7 @@ probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 			    err == PROBE_ZNOAUTH || err == PROBE_ZNEEDSASL;
 			snprintf(p->r.session_note, sizeof(p->r.session_note),
 			    "/zookeeper/config: error %d", (int)err);
-		}
-		else if (probe_config_parse((const char *)data,
+		} else if (probe_config_parse((const char *)data,
 		    dlen > 0 ? (size_t)dlen : 0, &p->ens) == -1)
 			snprintf(p->r.session_note, sizeof(p->r.session_note),
 			    "/zookeeper/config: a server line we cannot read");
@@ -589,8 +584,7 @@ probe_sess_packet(struct probe *p, const uint8_t *body, size_t len)
 			p->r.config_known = true;
 			p->r.observers = p->ens.observers;
 		}
-		p->stage = STAGE_CLOSE;
-		evbuffer_add(out, buf, probe_close_request(buf, PROBE_XID_CLOSE));
+		p->stage = STAGE_CLOSE;	/* sent with the connect request */
 		return;
 	case STAGE_CLOSE:
 		probe_sess_done(p, NULL);	/* closed: done */
@@ -665,7 +659,7 @@ probe_start(struct event_base *base, const struct sockaddr_storage *peer,
     probe_cb cb, void *arg)
 {
 	struct probe *p = calloc(1, sizeof(*p));
-	uint8_t req[64];
+	uint8_t req[160];	/* connect 49, getData 38, close 12 */
 	size_t n;
 
 	if (p == NULL)
@@ -681,7 +675,17 @@ probe_start(struct event_base *base, const struct sockaddr_storage *peer,
 	}
 	p->srvr = probe_connect(base, peer, len, timeout_ms, probe_srvr_read_cb,
 	    probe_srvr_event_cb, p, "srvr", 4);
+	/*
+	 * The three requests go at once: the server reads nothing after a
+	 * connect request until the session is made, then answers in order.
+	 * So the read takes one round trip, and a session of a 400 ms
+	 * timeout outlives it over a link whose round trips are longer
+	 * (sent one by one, the getData came after the session expired).
+	 */
 	n = probe_connect_request(req, 1);
+	n += probe_get_request(req + n, sizeof(req) - n, PROBE_XID_GET,
+	    PROBE_CONFIG_NODE);
+	n += probe_close_request(req + n, PROBE_XID_CLOSE);
 	p->sess = probe_connect(base, peer, len, timeout_ms, probe_sess_read_cb,
 	    probe_sess_event_cb, p, req, n);
 	if (p->srvr == NULL || p->sess == NULL) {

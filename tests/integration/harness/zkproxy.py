@@ -79,6 +79,7 @@ class _Conn:
         self.c2s_held = bytearray()      # client bytes held back by the gate
         self.c2s_frames = 0              # client frames forwarded while gated
         self.probe = None                # the agent's probe? (its first bytes)
+        self.fin_after_delayed = False   # a side closed; the delay drains first
         self.out[client] = bytearray()
         if server is not None:
             self.out[server] = bytearray()
@@ -328,7 +329,15 @@ class ZKProxy:
         except OSError:
             data = b""
         if not data:
-            # One side closed: close the pair (FIN on the other side).
+            # One side closed: close the pair (FIN on the other side),
+            # once what the delay still holds has gone out before it.
+            if c.delayed:
+                c.fin_after_delayed = True
+                try:
+                    self._sel.unregister(sock)
+                except (KeyError, ValueError, OSError):
+                    pass
+                return
             self._close(c, rst=False)
             return
         from_server = sock is c.server
@@ -420,6 +429,8 @@ class ZKProxy:
             while c.delayed and c.delayed[0][0] <= now and not c.closed:
                 _, dst, data = c.delayed.popleft()
                 self._send(c, dst, data)
+            if c.fin_after_delayed and not c.delayed and not c.closed:
+                self._close(c, rst=False)
 
     def __repr__(self):
         return "<ZKProxy %s -> %s:%d mode=%s>" % (self.hostport, self.upstream[0],
