@@ -845,16 +845,23 @@ def uptime():
 
 
 
-def lose_term_and_come_back(a, p, t_session):
+def lose_term_and_come_back(a, p, t_session, back_slow=False):
     """Cut a off until its term ends (its lease lapses, or at once under
-    step_down), then let it back in on the same session, not leading."""
+    step_down), then let it back in on the same session, not leading.
+    back_slow: over round trips of 0.2 T, past the bar for starting a term
+    (T/12), so that a stays back and not leading for as long as the test
+    needs (back at full speed, a whose node is still first may lead again
+    within milliseconds: nothing else holds it back under step_down)."""
     # The scenario needs a session older than T (6 s): before that, its
     # creation anchors a lease at once, and a leads again on reconnecting.
     poll(lambda: time.monotonic() - t_session > 6.5, 20, interval=0.1,
          what="a's session to be older than T")
     p.blackhole()
     a.wait_for(lambda s: s["role"] == "unknown", 20, what="a's term to end")
-    p.passthrough()
+    if back_slow:
+        p.delay(600)        # each way: round trips of 1.2 s, 0.2 T
+    else:
+        p.passthrough()
     a.wait_for(lambda s: s["session"]["state"] == "connected" and not s["is_leader"],
                20, what="a back on its session, not leading")
     assert "session expired" not in a.log_text(200000), \
@@ -924,7 +931,7 @@ def test_stop_after_dropped_term_waits_for_child(agents, election, proxies, tmp_
     poll(lambda: beats.exists() and beats.read_text().strip(), 10, what="a's child to run")
     b = agents.new("b", session_timeout="6s")
     b.wait_for(lambda s: s["role"] == "follower", 30, what="b to follow")
-    lose_term_and_come_back(a, p, t_session)
+    lose_term_and_come_back(a, p, t_session, back_slow=True)
     a.signal(signal.SIGTERM)
     b.wait_for(lambda s: s["is_leader"] is True, 30, what="b to lead")
     t_b = uptime()
