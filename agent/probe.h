@@ -84,7 +84,6 @@ struct probe *probe_start(struct event_base *base,
 /* Records what r (a probe's result, in its callback) learned in mem. */
 void	probe_remember(struct probe_memory *mem, const struct probe *p,
 	    const struct probe_result *r);
-
 /* Stops a probe; its callback is not called. */
 void	probe_free(struct probe *p);
 /* Whether fd is one of the probe's connections (p may be NULL). */
@@ -124,7 +123,7 @@ int	probe_config_parse(const char *text, size_t len,
  * us, rather than not at all). why (of size len) says how it was decided.
  */
 enum election_server probe_decide(const struct probe_ensemble *ens,
-	    bool absent, const struct sockaddr_storage *peer, enum election_server srvr,
-	    char *why, size_t len);
+	    bool absent, const struct sockaddr_storage *peer,
+	    enum election_server srvr, char *why, size_t len);
 
 #endif

@@ -1582,33 +1582,29 @@ zk_probe_start(struct zk *zk)
 		watchdog_hold(zk->agent->watchdog, false);
 		fd = zk_server_socket(zk, -1, &peer, &len);
 	}
-	if (fd == -1) {
+	if (fd != -1) {
+		zk_peer_name(&peer, len, zk->probe_peer,
+		    sizeof(zk->probe_peer));
+		zk->probe = probe_start(zk->agent->base, &peer, len,
+		    ZK_PROBE_MS, &zk->probe_mem, zk_probe_cb, zk);
+		if (zk->probe != NULL)
+			return;
+		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s",
+		    strerror(errno));
+	} else {
+		/* Gone again (the next connection asks), or not found. */
 		memset(&peer, 0, sizeof(peer));
-		/* Gone again (the next connection asks), or not found: the
-		 * election must hear something either way. */
 		snprintf(zk->probe_peer, sizeof(zk->probe_peer), "the server");
 		snprintf(r.srvr_note, sizeof(r.srvr_note), "its connection was "
 		    "not found");
-		snprintf(r.session_note, sizeof(r.session_note), "%s",
-		    r.srvr_note);
-		r.server = probe_decide(zk->probe_mem.ens_known ?
-		    &zk->probe_mem.ens : NULL, zk->probe_mem.absent, &peer,
-		    SERVER_UNKNOWN, r.why, sizeof(r.why));
-		zk_probe_cb(zk, &r);
-		return;
 	}
-	zk_peer_name(&peer, len, zk->probe_peer, sizeof(zk->probe_peer));
-	zk->probe = probe_start(zk->agent->base, &peer, len, ZK_PROBE_MS,
-	    &zk->probe_mem, zk_probe_cb, zk);
-	if (zk->probe == NULL) {
-		snprintf(r.srvr_note, sizeof(r.srvr_note), "%s", strerror(errno));
-		snprintf(r.session_note, sizeof(r.session_note), "%s",
-		    r.srvr_note);
-		r.server = probe_decide(zk->probe_mem.ens_known ?
-		    &zk->probe_mem.ens : NULL, zk->probe_mem.absent, &peer,
-		    SERVER_UNKNOWN, r.why, sizeof(r.why));
-		zk_probe_cb(zk, &r);
-	}
+	/* Nothing asked: the election must hear something either way, as
+	 * earlier probes would have it. */
+	snprintf(r.session_note, sizeof(r.session_note), "%s", r.srvr_note);
+	r.server = probe_decide(zk->probe_mem.ens_known ? &zk->probe_mem.ens :
+	    NULL, zk->probe_mem.absent, &peer, SERVER_UNKNOWN, r.why,
+	    sizeof(r.why));
+	zk_probe_cb(zk, &r);
 }
 
 /* One election action of part pt: its calls (zkplan.c), or the app told;

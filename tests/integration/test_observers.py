@@ -130,14 +130,20 @@ def obs_ensemble():
         ens.cleanup()
 
 
-def test_observer_behind_a_proxy_is_not_trusted(obs_ensemble, request):
-    ens = obs_ensemble
+def behind_a_proxy(ens, request, proxy_class):
+    """A proxy of proxy_class in front of the observer and a follower, and
+    an agent set on a new election whose logs go into a failure's report."""
     zl = ens.ensure_healthy()
     follower = [s for s in ens.voters if s is not zl][0]
-    observer = ens.observers[0]
-    proxy = RoundRobinProxy([observer.hostport, follower.hostport])
+    proxy = proxy_class([ens.observers[0].hostport, follower.hostport])
     aset = AgentSet(ens.connect_string(), new_election_path())
     aset.logs_in_report(request)
+    return proxy, aset
+
+
+def test_observer_behind_a_proxy_is_not_trusted(obs_ensemble, request):
+    ens = obs_ensemble
+    proxy, aset = behind_a_proxy(ens, request, RoundRobinProxy)
     try:
         a = aset.new("a", zk_hostport=proxy.hostport, session_timeout="2s")
         st = a.wait_for(lambda s: s["session"]["server"] == "unidentified",
@@ -172,13 +178,7 @@ def test_no_config_read_through_a_proxy_is_not_trusted(obs_ensemble, request):
     server without one (ZooKeeper before 3.5): srvr decided, said
     "voting" from the follower while the session sat on the observer, and
     the agent led through the proxy at once."""
-    ens = obs_ensemble
-    zl = ens.ensure_healthy()
-    follower = [s for s in ens.voters if s is not zl][0]
-    observer = ens.observers[0]
-    proxy = ConfiglessProxy([observer.hostport, follower.hostport])
-    aset = AgentSet(ens.connect_string(), new_election_path())
-    aset.logs_in_report(request)
+    proxy, aset = behind_a_proxy(obs_ensemble, request, ConfiglessProxy)
     try:
         a = aset.new("a", zk_hostport=proxy.hostport, session_timeout="2s")
         seen = set()
