@@ -1362,19 +1362,18 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 		lease_ring_acked(&f->ring, f->srenew_sent, f->now);
 		/* What the session is known to live until: a named successor
 		 * leads on it (election_try_lead). */
-		if (ev->owner == f->session_id && ev->owner != 0 &&
+		if (f->session_id != 0 &&
 		    (until = election_lease_for(&f->parts[0].e,
 		    f->srenew_sent)) > f->session_lease)
 			f->session_lease = until;
-	} else if (ev->rc == ZNONODE)
-		log_debug("partitions: the renewal found our member node %s/%s "
-		    "gone; the listing makes it again", f->members_path,
-		    f->member_node);
+	}
+	/* The sync was answered on this session's connection (a reply from
+	 * an earlier handle comes before its end, which cleared inflight). */
 	memset(&rev, 0, sizeof(rev));
 	rev.type = EV_SESSION_RENEWED;
 	rev.now = f->now;
 	rev.rc = ev->rc;
-	rev.owner = ev->owner;
+	rev.owner = ev->rc == ZOK ? f->session_id : 0;
 	rev.sent = f->srenew_sent;
 	for (i = 0; i < f->nparts; i++)
 		if (f->parts[i].leading)

@@ -461,6 +461,16 @@ zk_sync_cb(int rc, const char *value, const void *data)
 {
 }
 
+/* A sync that answers alone (the session's renewal): its result is all. */
+static void
+zk_sync_req_cb(int rc, const char *value, const void *data)
+{
+	struct zk_req *req = (struct zk_req *)(uintptr_t)data;
+
+	zk_enqueue(req->zk, zk_msg_req(req, rc));
+	zk_req_free(req);
+}
+
 static void
 zk_string_cb(int rc, const char *value, const void *data)
 {
@@ -1143,6 +1153,8 @@ zk_plan_send(struct zk *zk, struct zk_req *req, const struct zkplan *p,
 	case ZKC_SYNC:
 		if (!c->answers)
 			return zoo_async(zk->zh, c->path, zk_sync_cb, NULL);
+		if (!shared)
+			return zoo_async(zk->zh, c->path, zk_sync_req_cb, req);
 		return zoo_async(zk->zh, c->path, zk_renew_sync_cb, req);
 	case ZKC_GET:
 		if (shared)

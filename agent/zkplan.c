@@ -261,13 +261,14 @@ zkplan_member(const struct fleet_action *fa, const char *members_path,
 		return 0;
 	}
 	case FACT_SESSION_RENEW:
-		/* A sync (through the ZooKeeper leader), then our member node
-		 * (still ours after it). The last reply reports both. */
+		/* One sync, through the ZooKeeper leader: its answer on this
+		 * session's connection is the proof the lease needs. The
+		 * member node is not read: the members' watch says if it goes
+		 * (doc/design.md, "One session, flat cost"). */
 		p->what = ZKF_SESSION_RENEW;
 		snprintf(p->name, sizeof(p->name), "%s", fa->name);
 		zkplan_on_path(p, ZKC_SYNC, members_path);
-		return zkplan_on_node(p, ZKC_EXISTS, members_path, fa->name) !=
-		    NULL ? 0 : -1;
+		return 0;
 	default:
 		return 0;
 	}

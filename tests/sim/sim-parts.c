@@ -2623,7 +2623,7 @@ p_plan_run(struct pagent *a, int part, uint64_t gen, const struct zkplan *plan)
 
 	if (plan->what == ZKF_NONE)
 		return;
-	if (zkplan_answers(plan) > 1) {
+	if (zkplan_answers(plan) > 1 || plan->what == ZKF_SESSION_RENEW) {
 		if ((g = calloc(1, sizeof(*g))) == NULL)
 			abort();
 		g->refs = zkplan_answers(plan);

@@ -334,9 +334,10 @@ START_TEST(test_member_plans)
 	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
 	    (int)sizeof(data) - 1, &p), 0);
 	ck_assert_int_eq(p.what, ZKF_SESSION_RENEW);
-	ck_assert_int_eq(zkplan_answers(&p), 2);
+	ck_assert_int_eq(zkplan_answers(&p), 1);
+	ck_assert_int_eq(p.ncalls, 1);
 	ck_assert_int_eq(p.calls[0].type, ZKC_SYNC);
-	ck_assert_str_eq(p.calls[1].path, "/s/members/m-0000000003");
+	ck_assert_str_eq(p.calls[0].path, "/s/members");
 
 	fa.type = FACT_MEMBER_DELETE;
 	ck_assert_int_eq(zkplan_member(&fa, "/s/members", "/s/partitions", data,
