@@ -2372,11 +2372,19 @@ election_step(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
 	struct election_report r;
+	bool leading = e->role == ELECTION_LEADER;
 
 	e->now = ev->now;
 	e->ev_queued = ev->queued;
 	e->trail_n = 0;
 	election_dispatch(e, ev, out);
+	/* The session's renewal answered, and the term goes on: only its
+	 * lease moved, which the report does not hold. The step a
+	 * partitioned agent takes most, for every partition it leads at
+	 * every renewal: the report is not built again. */
+	if (ev->type == EV_SESSION_RENEWED && leading && out->n == 0 &&
+	    e->role == ELECTION_LEADER && e->phase == PHASE_LEADING)
+		return;
 	election_report(e, &r);
 	if (memcmp(&r, &e->last, sizeof(r)) != 0) {
 		e->index++;
@@ -2388,6 +2396,25 @@ void
 election_free(struct election *e)
 {
 	election_set_ahead(e, NULL, 0);
+}
+
+void
+election_glance(const struct election *e, struct election_glance *g)
+{
+	size_t n = strnlen(e->stranger, sizeof(g->stranger) - 1);
+
+	g->role = e->role;
+	g->phase = e->phase;
+	g->session = e->session;
+	g->bar = e->last.bar;
+	g->timeout_ms = e->timeout_ms;
+	g->strangers = e->strangers;
+	g->epoch = e->epoch;
+	g->lease_deadline = e->lease_deadline;
+	g->riding_since = e->riding_since;
+	g->index = e->index;
+	memcpy(g->stranger, e->stranger, n);
+	g->stranger[n] = '\0';
 }
 
 enum election_role

@@ -432,6 +432,28 @@ struct election {
 	char		 stranger[ELECTION_NAME_MAX];	/* the first of them */
 };
 
+/*
+ * What a step's observers compare before and after it (fleet.c's stepped
+ * callback: the driver's logs, the simulators' checks): a few hundred
+ * bytes, where a copy of the whole election would be seven kilobytes on
+ * every step of every partition.
+ */
+struct election_glance {
+	enum election_role role;
+	enum election_phase phase;
+	enum election_session session;
+	enum election_bar bar;		/* last.bar */
+	int		 timeout_ms;
+	int		 strangers;
+	uint64_t	 epoch;
+	uint64_t	 lease_deadline;
+	uint64_t	 riding_since;
+	uint64_t	 index;		/* moves when the report changes */
+	char		 stranger[ELECTION_NAME_MAX];
+};
+
+void	election_glance(const struct election *e, struct election_glance *g);
+
 /* Sets up an election for ID; VALUE (may be NULL) travels in its claims. */
 void election_init(struct election *e, const char *id, const char *value,
     bool candidate);

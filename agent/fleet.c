@@ -128,10 +128,10 @@ fleet_schedule(struct fleet *f, struct part *pt)
 /* --- Counting as parts step --- */
 
 static bool
-fleet_busy(const struct election *e)
+fleet_busy(enum election_role role, enum election_phase phase)
 {
-	return e->role == ELECTION_LEADER || e->phase == PHASE_RELEASING ||
-	    e->phase == PHASE_DELETING;
+	return role == ELECTION_LEADER || phase == PHASE_RELEASING ||
+	    phase == PHASE_DELETING;
 }
 
 /*
@@ -218,15 +218,14 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 {
 	struct election *e = &pt->e;
 	struct election_actions acts;
-	struct election before;
+	struct election_glance before;
 	struct fleet_action *fa;
 	const char *leader;
 	bool busy, stopped;
 	int i;
 
-	memset(&acts, 0, sizeof(acts));
-	/* Only the scalars are compared; the copy does not own e->ahead. */
-	memcpy(&before, e, sizeof(before));
+	acts.n = 0;		/* election_push() clears each action */
+	election_glance(e, &before);
 	election_step(e, ev, &acts);
 	if (f->stepped != NULL)
 		f->stepped(f->stepped_arg, pt, &before, &acts);
@@ -265,9 +264,9 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 			break;
 		}
 	}
-	busy = fleet_busy(e);
+	busy = fleet_busy(e->role, e->phase);
 	stopped = e->phase == PHASE_STOPPED;
-	if (busy != fleet_busy(&before))
+	if (busy != fleet_busy(before.role, before.phase))
 		f->nbusy += busy ? 1 : -1;
 	if (stopped != (before.phase == PHASE_STOPPED))
 		f->nstopped += stopped ? 1 : -1;

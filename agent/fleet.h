@@ -152,7 +152,7 @@ struct fleet_actions {
 
 /* Called after each election's step, for the driver's logs. */
 typedef void (*fleet_stepped_fn)(void *arg, struct part *pt,
-    const struct election *before, const struct election_actions *out);
+    const struct election_glance *before, const struct election_actions *out);
 
 struct fleet {
 	bool		 partitioned;	/* a member node, assignment, ... */

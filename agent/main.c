@@ -346,6 +346,30 @@ agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(agent->ev_watchdog, &tv);
 }
 
+/*
+ * The loop's timers count on CLOCK_MONOTONIC, not libevent's default, its
+ * coarse variant (a jiffy's resolution): a timer set for a deadline of the
+ * agent's clock then fired up to a jiffy early, and again each millisecond
+ * until the deadline had passed. Measured on an idle agent of 4 x 256
+ * partitions: 27 wakeups a second of the loop, 16 with this.
+ */
+static struct event_base *
+agent_base_new(void)
+{
+	struct event_config *cfg;
+	struct event_base *base;
+
+	if ((cfg = event_config_new()) == NULL)
+		return NULL;
+	if (event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER) == -1) {
+		event_config_free(cfg);
+		return NULL;
+	}
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
 static bool
 agent_argv_differ(char *const *a, char *const *b)
 {
@@ -817,7 +841,7 @@ configured:
 	/* ZooKeeper's threads wake the loop: libevent must be thread-aware. */
 	if (evthread_use_pthreads() == -1)
 		fatalx("libevent: no pthreads support");
-	agent.base = event_base_new();
+	agent.base = agent_base_new();
 	if (agent.base == NULL)
 		fatalx("libevent: cannot create the event base");
 	agent.started = clock_now_ms();

@@ -1832,19 +1832,26 @@ zk_stop(struct zk *zk)
  * disconnect while leading began and ended.
  */
 static void
-zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
+zk_log_step(struct zk *zk, struct part *pt,
+    const struct election_glance *before,
     const struct election_actions *out)
 {
 	const struct election *e = &pt->e;
 	char in[CONFIG_PARTITION_NAME_MAX + 16] = "";
 	enum election_reason reason = REASON_NONE;
 	char bartext[256];
-	uint64_t now = clock_now_ms();
+	uint64_t now;
 	int i;
 
 	for (i = 0; i < out->n; i++)
 		if (out->a[i].type == ACT_NOTIFY)
 			reason = out->a[i].reason;
+	if (log_get_level() > LOG_DEBUG && e->role == before->role &&
+	    e->phase == before->phase && e->riding_since ==
+	    before->riding_since && e->last.bar == before->bar &&
+	    e->strangers == 0)
+		return;		/* nothing to log (the common step) */
+	now = clock_now_ms();
 	if (pt->name != NULL)
 		snprintf(in, sizeof(in), " partition=%s", pt->name);
 	if (e->role == ELECTION_LEADER && before->role != ELECTION_LEADER) {
@@ -1861,20 +1868,21 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 		    reason != REASON_NONE ? election_reason_name(reason) : "", in);
 
 	if (e->strangers > 0 && (before->strangers != e->strangers ||
-	    strcmp(before->stranger, e->stranger) != 0))
+	    strncmp(before->stranger, e->stranger,
+	    sizeof(before->stranger) - 1) != 0))
 		log_warnx("election: ignoring %d child%s of %s that %s not "
 		    "a candidate node (%s%s)", e->strangers,
 		    e->strangers == 1 ? "" : "ren", pt->path,
 		    e->strangers == 1 ? "is" : "are", e->stranger,
 		    e->strangers == 1 ? "" : ", ...");
-	if (before->last.bar != e->last.bar) {
+	if (before->bar != e->last.bar) {
 		if (e->last.bar != BAR_NONE)
 			log_warnx("election: not leading: %s",
 			    election_bar_text(&e->last, bartext,
 			    sizeof(bartext)));
 		else
 			log_info("election: may lead again (%s no more)",
-			    election_bar_name(before->last.bar));
+			    election_bar_name(before->bar));
 	}
 	if (before->phase == PHASE_WATCHING && e->phase == PHASE_TAKEOVER)
 		zk_trace("pred-gone");
@@ -1899,7 +1907,7 @@ zk_log_step(struct zk *zk, struct part *pt, const struct election *before,
 
 /* At debug level, the phases a step went through ("listing > watching"). */
 static void
-zk_log_trail(struct part *pt, const struct election *before)
+zk_log_trail(struct part *pt, const struct election_glance *before)
 {
 	const struct election *e = &pt->e;
 	char buf[256];
@@ -1919,7 +1927,7 @@ zk_log_trail(struct part *pt, const struct election *before)
 
 /* fleet.c stepped part pt's election: log what changed, and each action. */
 static void
-zk_stepped(void *arg, struct part *pt, const struct election *before,
+zk_stepped(void *arg, struct part *pt, const struct election_glance *before,
     const struct election_actions *out)
 {
 	struct zk *zk = arg;

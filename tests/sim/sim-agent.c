@@ -646,7 +646,7 @@ agent_schedule_tick(struct agent *a)
 	    a->tick_ver);
 }
 static void
-agent_trace_step(const struct agent *a, const struct election *before,
+agent_trace_step(const struct agent *a, const struct election_glance *before,
     const struct election_actions *out)
 {
 	char acts[1024];
@@ -679,7 +679,7 @@ agent_trace_step(const struct agent *a, const struct election *before,
 
 /* fleet.c stepped the election (its stepped callback): trace, check. */
 static void
-agent_stepped(void *arg, struct part *pt, const struct election *before,
+agent_stepped(void *arg, struct part *pt, const struct election_glance *before,
     const struct election_actions *out)
 {
 	struct agent *a = arg;

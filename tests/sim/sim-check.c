@@ -223,7 +223,7 @@ check_note_leaders(void)
 }
 
 void
-check_step(struct agent *a, const struct election *before,
+check_step(struct agent *a, const struct election_glance *before,
     const struct election_actions *out)
 {
 	const struct election *e = a->e;

@@ -2721,7 +2721,7 @@ p_notified_cb(void *p, uint64_t arg)
 }
 
 static void
-p_trace_step(const struct pagent *a, int part, const struct election *before,
+p_trace_step(const struct pagent *a, int part, const struct election_glance *before,
     const struct election *e, const struct election_actions *out)
 {
 	char acts[1024];
@@ -2744,11 +2744,12 @@ p_trace_step(const struct pagent *a, int part, const struct election *before,
 
 /* What must hold after each step of partition PART of agent A. */
 static void
-p_check_step(struct pagent *a, int part, const struct election *before)
+p_check_step(struct pagent *a, int part, const struct election_glance *before)
 {
 	const struct election *e = &a->f.parts[part].e;
 	uint64_t now = a_now_ms(a);
-	bool was = election_role_at(before, now) == ELECTION_LEADER;
+	bool was = before->role == ELECTION_LEADER &&
+	    now < before->lease_deadline;	/* election_role_at() */
 	bool is = election_role_at(e, now) == ELECTION_LEADER;
 
 	S->steps++;
@@ -2774,7 +2775,7 @@ p_check_step(struct pagent *a, int part, const struct election *before)
 
 /* fleet.c stepped one partition's election (its stepped callback). */
 static void
-p_stepped(void *arg, struct part *pt, const struct election *before,
+p_stepped(void *arg, struct part *pt, const struct election_glance *before,
     const struct election_actions *out)
 {
 	struct pagent *a = arg;

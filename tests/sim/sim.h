@@ -492,7 +492,7 @@ void	 driver_connected(struct handle *h);
 
 /* --- sim-check.c: what must hold at every step --- */
 
-void	 check_step(struct agent *a, const struct election *before,
+void	 check_step(struct agent *a, const struct election_glance *before,
 	    const struct election_actions *out);
 void	 check_create(const struct txn *t, int64_t session);
 void	 check_liveness_cb(void *p, uint64_t a);
