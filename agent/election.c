@@ -2105,9 +2105,9 @@ election_session_sent(struct election *e, uint64_t now)
 
 /*
  * Partitions (doc/design.md, "Partitions", the session's renewal): a sync
- * and a read of our member node, sent at s and answered with the node
- * ours, prove the session alive at the ZooKeeper leader after s, as a
- * leader's own renewal does. That our partition node and the claim stood
+ * sent at s and answered on this session's connection proves the session
+ * alive at the ZooKeeper leader after s, as a leader's own renewal does
+ * (the fleet passes our session id as the owner). That our partition node and the claim stood
  * too is proven by the watches on them: set before s on this session, any
  * change to either before the sync would have been delivered before this
  * answer (ZooKeeper sends a watch's event before the reply to any later

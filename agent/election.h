@@ -158,8 +158,9 @@ enum election_event_type {
 	EV_SERVER,		/* server: what the connected server is */
 	EV_ASSIGN,		/* assigned: partitions only (doc/design.md,
 				   "Partitions"): may we queue here */
-	EV_SESSION_RENEWED,	/* rc, owner, sent: the session's renewal
-				   (partitions), sent at sent */
+	EV_SESSION_RENEWED,	/* rc, owner (our session when answered),
+				   sent: the session's renewal (partitions),
+				   a sync sent at sent */
 };
 
 struct election_event {
