@@ -25,6 +25,9 @@ ZooKeeper of its own, started fresh, and in it:
   join         it starts again, timed from its member node's creation (its
                start-up is not timed) until the K are settled; partitions
                moved against the bound ceil(P/K), all to the newcomer;
+               With it, the CPU it cost (utime+stime): ZooKeeper's over
+               the cold start, and the agents' since they started; the
+               growth table compares both between rows;
   logs         over the whole row, lines of the agents' logs with "lease
                lapsed", "too little lease", the watchdog's and "moving to
                another server" (a connection kicked), except those an agent
@@ -100,6 +103,7 @@ def one_row(n, args):
     ms = side.members
     try:
         # cold start, paths absent
+        z0 = pb.cpu_ticks(zk.proc.pid)
         t0 = time.monotonic()
         for m in ms:
             side.start(m)
@@ -108,8 +112,13 @@ def one_row(n, args):
         if not s.ok:
             row["owned_at_end"] = side.owned_total([m for m in ms if m.running()])
             return row
+        # CPU seconds the cold start cost: ZooKeeper's over it, and the
+        # agents' whole lives so far (their start-up included).
+        row["cold_cpu_zk"] = (pb.cpu_ticks(zk.proc.pid) - z0) / pb.CLK_TCK
+        row["cold_cpu_agents"] = sum(pb.cpu_ticks(m.pid) for m in ms) / pb.CLK_TCK
         row["cold_first"] = s.wall - side.first_ctime() / 1000.0
-        print("  P=%d: cold start %s" % (n, s.fmt()), flush=True)
+        print("  P=%d: cold start %s; CPU ZooKeeper %.2f s, the %d agents %.2f s" % (
+            n, s.fmt(), row["cold_cpu_zk"], k, row["cold_cpu_agents"]), flush=True)
 
         # restart, paths present
         bl.quiet(args.quiet)
@@ -285,12 +294,16 @@ def main():
                   len(r["deaths"])))
     print()
     print("growth between consecutive rows (P x4; 1.00 per partition = linear)")
-    print("| P | cold start | restart | leave | join | CPU per agent | CPU per partition |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| P | cold start | restart | leave | join | cold start CPU: ZooKeeper "
+          "| agents | CPU per agent | CPU per partition |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for a, b in zip(rows, rows[1:]):
         cells = []
         for key in ("cold", "restart", "leave", "join"):
             x, y = secs(a, key), secs(b, key)
+            cells.append("x%.2f" % (y / x) if x and y else "-")
+        for key in ("cold_cpu_zk", "cold_cpu_agents"):
+            x, y = a.get(key), b.get(key)
             cells.append("x%.2f" % (y / x) if x and y else "-")
         ca = statistics.mean(a["steady"]["cpu_ns"].values()) if a.get("steady") else None
         cb = statistics.mean(b["steady"]["cpu_ns"].values()) if b.get("steady") else None
