@@ -2703,6 +2703,25 @@ START_TEST(test_part_unassigned_leader_hands_over)
 }
 END_TEST
 
+/* A session renewal's answer that comes after the lease ran out ends the
+ * term (the lapse first), and the status report says so at once: the step
+ * that skips the report is only for a term that goes on. */
+START_TEST(test_part_late_renewal_updates_the_report)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+	uint64_t idx;
+
+	join_part_leader(&e);
+	idx = e.index;
+	ck_assert_int_eq(e.last.role, ELECTION_LEADER);
+	feed(&e, (struct election_event)SRENEWED(SID, LEAD_AT + 10,
+	    DEADLINE1 + 1));
+	ck_assert_int_ne(e.role, ELECTION_LEADER);
+	ck_assert_int_ne(e.last.role, ELECTION_LEADER);
+	ck_assert_uint_gt(e.index, idx);
+}
+END_TEST
+
 /* A follower in the queue that is no longer assigned leaves it. */
 START_TEST(test_part_unassigned_follower_leaves)
 {
@@ -2901,6 +2920,7 @@ election_suite(void)
 	tcase_add_test(tc, test_part_unassigned_while_claiming_lets_go_on_reconnect);
 	tcase_add_test(tc, test_part_unassigned_leader_hands_over);
 	tcase_add_test(tc, test_part_unassigned_follower_leaves);
+	tcase_add_test(tc, test_part_late_renewal_updates_the_report);
 	tcase_add_test(tc, test_part_session_renewal);
 	tcase_add_test(tc, test_part_lost_claim_watch_earns_nothing);
 	tcase_add_test(tc, test_part_lost_self_watch_earns_nothing);
