@@ -15,9 +15,11 @@ The checker's two judgements, both sound (no alarm against a correct agent):
     true between two true answers of A with A's one epoch), an epoch that
     goes back, and one epoch claimed by two agents;
   * the lease of an agent that can no longer let go (SIGSTOP, kill -9; the
-    test calls freeze() just before it sends the signal): its last answer
-    before, if true with lease L, holds it until at least t0 + L (written
-    after t0, with L left then). Any other agent's true answer for that
+    test calls freeze() just before it sends the signal, and freeze() asks
+    the agent once more, so that its last answer is its state then, not one
+    from before a graceful release the poller missed): that answer, if true
+    with lease L, holds it until at least t0 + L (written after t0, with L
+    left then). Any other agent's true answer for that
     partition written surely before that point (its t1 < t0 + L) is two
     owners at once. The windows are shrunk, never widened: the check can
     miss an overlap of less than a request's duration, it cannot invent one.
@@ -160,6 +162,12 @@ class Answer:
             self.agent, self.t0, self.t1, self.is_leader, self.epoch, self.lease_ms)
 
 
+def last_before(answers, agent_id, t):
+    """Agent's answer asked last (greatest t0) of those back before t."""
+    before = [x for x in answers if x.agent == agent_id and x.t1 < t]
+    return max(before, key=lambda x: x.t0) if before else None
+
+
 class PartitionChecker(AgentPoller):
     """Polls /v1/partitions of every agent of an AgentSet (every `interval`
     s) and keeps, per partition, every answer."""
@@ -190,7 +198,11 @@ class PartitionChecker(AgentPoller):
 
     def freeze(self, agent):
         """Say that agent is about to be SIGSTOPped or killed: from now on it
-        cannot let go of anything before its lease ends."""
+        cannot let go of anything before its lease ends. Its answer now is
+        the last one: a partition it gave away since the poller last asked
+        (a handover just before the test saw the fleet settled) is not
+        taken for one it still holds."""
+        self.ask(agent)
         with self._lock:
             self.freezes.append((agent.id, time.monotonic()))
 
@@ -207,10 +219,9 @@ class PartitionChecker(AgentPoller):
             for v in check_single_leader(true):
                 problems.append("partition %s: %s" % (name, v))
             for aid, t in self.freezes:
-                before = [x for x in lst if x.agent == aid and x.t1 < t]
-                if not before or not before[-1].is_leader:
+                last = last_before(lst, aid, t)
+                if last is None or not last.is_leader:
                     continue
-                last = before[-1]
                 until = last.t0 + last.lease_ms / 1000.0 - 0.001
                 for x in lst:
                     if x.agent != aid and x.is_leader and x.t0 > last.t1 and x.t1 < until:
@@ -228,10 +239,9 @@ class PartitionChecker(AgentPoller):
         answers = self.snapshot()
         for name, lst in answers.items():
             for aid, t in self.freezes:
-                before = [x for x in lst if x.agent == aid and x.t1 < t]
-                if not before or not before[-1].is_leader:
+                last = last_before(lst, aid, t)
+                if last is None or not last.is_leader:
                     continue
-                last = before[-1]
                 nxt = [x for x in lst if x.agent != aid and x.is_leader and x.t0 > t]
                 if nxt:
                     gaps.append(nxt[0].t1 - (last.t0 + last.lease_ms / 1000.0))
