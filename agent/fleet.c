@@ -273,11 +273,21 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 	fleet_count(f, pt);
 	fleet_avoid_check(f, pt);
 	fleet_schedule(f, pt);
-	/* A partition's leader is an input of the assignment: assign again
-	 * once the events at hand are applied (fleet_flush). */
+	/*
+	 * A partition's leader is an input of the assignment: assign again
+	 * once the events at hand are applied (fleet_flush). Unless the new
+	 * leader is the member the last assignment gave it: run again, it
+	 * would give the same answer (each member keeps what it holds up to
+	 * its quota, and that one was within it), so a start or a rebalance
+	 * settling does not assign over and over.
+	 */
 	if (f->partitioned && (leader = fleet_part_leader(pt)) != NULL &&
-	    strcmp(leader, pt->leader) != 0)
-		f->assign_owed = true;
+	    strcmp(leader, pt->leader) != 0) {
+		if (pt->owner >= 0 && strcmp(leader, f->owner_ids[pt->owner]) == 0)
+			snprintf(pt->leader, sizeof(pt->leader), "%s", leader);
+		else
+			f->assign_owed = true;
+	}
 	if (e->index != before.index) {
 		if (f->partitioned)
 			f->view.index++;
@@ -420,18 +430,18 @@ fleet_cur(struct part *pt, const struct assign_member *am, int k)
 	return -1;
 }
 
-/* Every member runs our partitions: assign.c over them. */
+/* Every member runs our partitions: assign.c over them. owner[i]: part
+ * i's member, as an index into am. */
 static int
 fleet_assign_same(struct fleet *f, const struct assign_member *am, int k,
-    int self, bool *mine)
+    int *owner)
 {
 	const char **names;
-	int *owner, *cur, i, rc;
+	int *cur, i, rc;
 
 	names = calloc((size_t)f->nparts, sizeof(*names));
-	owner = calloc((size_t)f->nparts, sizeof(*owner));
 	cur = calloc((size_t)f->nparts, sizeof(*cur));
-	if (names == NULL || owner == NULL || cur == NULL)
+	if (names == NULL || cur == NULL)
 		abort();
 	for (i = 0; i < f->nparts; i++) {
 		names[i] = f->parts[i].name;
@@ -439,10 +449,7 @@ fleet_assign_same(struct fleet *f, const struct assign_member *am, int k,
 	}
 	rc = assign_partitions(am, k, names, f->nparts,
 	    f->assign_unsticky ? NULL : cur, owner);
-	for (i = 0; rc == 0 && i < f->nparts; i++)
-		mine[i] = self >= 0 && owner[i] == self;
 	free(names);
-	free(owner);
 	free(cur);
 	return rc;
 }
@@ -475,7 +482,7 @@ fleet_avoids(const struct fleet_member *m, const char *name)
  */
 static int
 fleet_assign_union(struct fleet *f, const struct assign_member *am,
-    const struct fleet_member *const *mem, int k, int self, bool *mine)
+    const struct fleet_member *const *mem, int k, int *part_owner)
 {
 	char ***sets, **bufs, **all = NULL, **u;
 	int *nsets, *owner, *cur, n = 0, nu = 0, i, j, rc = -1;
@@ -541,7 +548,7 @@ fleet_assign_union(struct fleet *f, const struct assign_member *am,
 			if (hit != NULL)
 				j = (int)(hit - u);
 		}
-		mine[i] = j >= 0 && self >= 0 && owner[j] == self;
+		part_owner[i] = j >= 0 ? owner[j] : -1;
 	}
 	free(eligible);
 	free(owner);
@@ -569,9 +576,10 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	struct fleet_view *v = &f->view;
 	const struct fleet_member **mem;
 	struct assign_member *am;
-	int i, k = 0, self = -1, assigned = 0, before, was, rc = 0, known = 0,
-	    drained = 0;
-	bool changed = false, *mine, avoid = false, ignore_drain;
+	int i, j, k = 0, self = -1, assigned = 0, before, was, rc = 0,
+	    known = 0, drained = 0;
+	bool changed = false, mine, avoid = false, ignore_drain;
+	int *owner;
 
 	if (f->join_until != 0 && f->now < f->join_until) {
 		f->assign_owed = true;	/* the window's end assigns */
@@ -597,8 +605,8 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	v->drained = drained;
 	am = calloc((size_t)f->nmembers + 1, sizeof(*am));
 	mem = calloc((size_t)f->nmembers + 1, sizeof(*mem));
-	mine = calloc((size_t)f->nparts, sizeof(*mine));
-	if (am == NULL || mem == NULL || mine == NULL)
+	owner = calloc((size_t)f->nparts, sizeof(*owner));
+	if (am == NULL || mem == NULL || owner == NULL)
 		abort();
 	for (i = 0; i < f->nmembers; i++) {
 		if (!f->members[i].known ||
@@ -615,18 +623,29 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	was = v->assigned;
 	if (k > 0)
 		rc = v->disagree == 0 && !avoid ?
-		    fleet_assign_same(f, am, k, self, mine) :
-		    fleet_assign_union(f, am, mem, k, self, mine);
-	if (rc == -1) {
+		    fleet_assign_same(f, am, k, owner) :
+		    fleet_assign_union(f, am, mem, k, owner);
+	if (rc == -1 || k == 0) {
 		k = 0;
-		memset(mine, 0, (size_t)f->nparts * sizeof(*mine));
+		for (i = 0; i < f->nparts; i++)
+			owner[i] = -1;
 	}
+	/* Each partition's member, kept to tell a change of leader the
+	 * assignment already made from one that asks for another. */
+	if ((f->owner_ids = reallocarray(f->owner_ids, (size_t)k + 1,
+	    sizeof(*f->owner_ids))) == NULL)
+		abort();
+	for (j = 0; j < k; j++)
+		snprintf(f->owner_ids[j], sizeof(f->owner_ids[j]), "%s",
+		    am[j].id);
 	for (i = 0; i < f->nparts; i++) {
-		if (mine[i])
+		f->parts[i].owner = owner[i];
+		mine = self >= 0 && owner[i] == self;
+		if (mine)
 			assigned++;
-		if (mine[i] != f->parts[i].assigned) {
+		if (mine != f->parts[i].assigned) {
 			changed = true;
-			fleet_assign_part(f, &f->parts[i], mine[i], out);
+			fleet_assign_part(f, &f->parts[i], mine, out);
 		}
 	}
 	/* Members: every live one, drained ones too (the quotas count
@@ -648,7 +667,7 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	}
 	free(am);
 	free(mem);
-	free(mine);
+	free(owner);
 }
 
 void
@@ -1705,16 +1724,41 @@ fleet_index(const struct fleet *f)
 	return f->partitioned ? f->view.index : f->parts[0].e.index;
 }
 
+/* by_name's order: strcmp's, as the partitions' names. */
+static int
+fleet_part_cmp(const void *va, const void *vb)
+{
+	const struct part *a = *(struct part *const *)va;
+	const struct part *b = *(struct part *const *)vb;
+
+	return strcmp(a->name, b->name);
+}
+
 struct part *
 fleet_part_named(struct fleet *f, const char *name, size_t len)
 {
-	int i;
+	size_t lo = 0, hi;
+	int c;
 
-	for (i = 0; i < f->nparts; i++)
-		if (f->parts[i].name != NULL &&
-		    strlen(f->parts[i].name) == len &&
-		    memcmp(f->parts[i].name, name, len) == 0)
-			return &f->parts[i];
+	if (!f->partitioned)
+		return NULL;
+	/* NAME is not NUL-terminated (a path's component): compare LEN
+	 * bytes, then a longer name sorts after it. */
+	hi = (size_t)f->nparts;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *m = f->by_name[mid]->name;
+
+		c = strncmp(m, name, len);
+		if (c == 0 && m[len] != '\0')
+			c = 1;
+		if (c == 0)
+			return f->by_name[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -1824,6 +1868,8 @@ fleet_init(struct fleet *f, const struct config *conf,
 	    asprintf(&f->members_path, "%s/members", conf->election_path) == -1)
 		abort();
 	if ((f->parts = calloc((size_t)f->nparts, sizeof(*f->parts))) == NULL ||
+	    (f->by_name = calloc((size_t)f->nparts, sizeof(*f->by_name))) ==
+	    NULL ||
 	    (f->heap = calloc((size_t)f->nparts, sizeof(*f->heap))) == NULL)
 		abort();
 	if (f->partitioned)
@@ -1833,7 +1879,9 @@ fleet_init(struct fleet *f, const struct config *conf,
 		pt = &f->parts[i];
 		pt->idx = i;
 		pt->heap = -1;
+		pt->owner = -1;
 		pt->name = f->partitioned ? conf->partitions[i] : NULL;
+		f->by_name[i] = pt;
 		if ((f->partitioned ? asprintf(&pt->path, "%s/%s",
 		    f->parts_path, pt->name) : asprintf(&pt->path, "%s",
 		    conf->election_path)) == -1 ||
@@ -1857,6 +1905,9 @@ fleet_init(struct fleet *f, const struct config *conf,
 			pt->e.releasing = &f->release_gate;
 		}
 	}
+	if (f->partitioned)
+		qsort(f->by_name, (size_t)f->nparts, sizeof(*f->by_name),
+		    fleet_part_cmp);
 }
 
 void
@@ -1870,6 +1921,8 @@ fleet_free(struct fleet *f)
 		free(f->parts[i].prefix);
 	}
 	free(f->parts);
+	free(f->by_name);
+	free(f->owner_ids);
 	free(f->heap);
 	for (i = 0; i < f->nmembers; i++)
 		fleet_member_forget(&f->members[i]);

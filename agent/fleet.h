@@ -41,6 +41,8 @@ struct part {
 	bool		 releasing;	/* e.phase == PHASE_RELEASING, as counted */
 	char		 leader[ELECTION_ID_MAX]; /* the last leader seen
 					 * ("": none yet) */
+	int		 owner;		/* its member in the last assignment,
+					   in fleet->owner_ids; -1: none */
 	uint64_t	 due;		/* election_next_tick, as scheduled */
 	int		 heap;		/* its place in fleet->heap, -1: none */
 	/* resigned (FEV_PART_RESIGN): no member node of ours may own it
@@ -158,6 +160,8 @@ struct fleet {
 	bool		 partitioned;	/* a member node, assignment, ... */
 	int		 nparts;
 	struct part	*parts;
+	struct part	**by_name;	/* parts sorted by name: found by
+					   bsearch, not a scan of P */
 	char		*members_path;	/* election.path "/members" */
 	char		*member_data;	/* our member node's data (id NUL parts=
 					   ..., fleet.h above) */
@@ -191,6 +195,8 @@ struct fleet {
 	uint64_t	 member_gen;	/* of the listing being read */
 	int		 member_reads;	/* data reads of it in flight */
 	bool		 assign_owed;	/* a partition's leader changed */
+	char		 (*owner_ids)[ELECTION_ID_MAX]; /* the last
+					   assignment's members, by index */
 	uint64_t	 assigned_at;	/* the last assignment */
 	uint64_t	 join_until;	/* the join window's end (0: over) */
 	uint64_t	 join_cap;	/* and its latest */
