@@ -2107,11 +2107,12 @@ election_session_sent(struct election *e, uint64_t now)
  * Partitions (doc/design.md, "Partitions", the session's renewal): a sync
  * sent at s and answered on this session's connection proves the session
  * alive at the ZooKeeper leader after s, as a leader's own renewal does
- * (the fleet passes our session id as the owner). That our partition node and the claim stood
- * too is proven by the watches on them: set before s on this session, any
- * change to either before the sync would have been delivered before this
- * answer (ZooKeeper sends a watch's event before the reply to any later
- * request), and would have ended the term or cleared the watch's time.
+ * (the fleet passes our session id as the owner). That our partition node
+ * and the claim stood too is proven by the watches on them: set before s
+ * on this session, any change to either before the sync would have been
+ * delivered before this answer (ZooKeeper sends a watch's event before the
+ * reply to any later request), and would have ended the term or cleared
+ * the watch's time.
  */
 static void
 election_on_session_renewed(struct election *e,

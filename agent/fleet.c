@@ -283,7 +283,8 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 	 */
 	if (f->partitioned && (leader = fleet_part_leader(pt)) != NULL &&
 	    strcmp(leader, pt->leader) != 0) {
-		if (pt->owner >= 0 && strcmp(leader, f->owner_ids[pt->owner]) == 0)
+		if (pt->owner >= 0 &&
+		    strcmp(leader, f->owner_ids[pt->owner]) == 0)
 			snprintf(pt->leader, sizeof(pt->leader), "%s", leader);
 		else
 			f->assign_owed = true;
@@ -1724,42 +1725,46 @@ fleet_index(const struct fleet *f)
 	return f->partitioned ? f->view.index : f->parts[0].e.index;
 }
 
-/* by_name's order: strcmp's, as the partitions' names. */
+/* by_name's order: fleet_name_cmp's (length, then bytes). */
 static int
 fleet_part_cmp(const void *va, const void *vb)
 {
 	const struct part *a = *(struct part *const *)va;
 	const struct part *b = *(struct part *const *)vb;
 
-	return strcmp(a->name, b->name);
+	return fleet_name_cmp(&a->name, &b->name);
+}
+
+/* A name that is not NUL-terminated (a path's component), against a
+ * part of by_name, in the same order. */
+struct fleet_name_key {
+	const char	*name;
+	size_t		 len;
+};
+
+static int
+fleet_part_key_cmp(const void *vk, const void *vp)
+{
+	const struct fleet_name_key *k = vk;
+	const char *name = (*(struct part *const *)vp)->name;
+	size_t len = strlen(name);
+
+	if (k->len != len)
+		return k->len < len ? -1 : 1;
+	return memcmp(k->name, name, len);
 }
 
 struct part *
 fleet_part_named(struct fleet *f, const char *name, size_t len)
 {
-	size_t lo = 0, hi;
-	int c;
+	struct fleet_name_key k = { name, len };
+	struct part **hit;
 
 	if (!f->partitioned)
 		return NULL;
-	/* NAME is not NUL-terminated (a path's component): compare LEN
-	 * bytes, then a longer name sorts after it. */
-	hi = (size_t)f->nparts;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const char *m = f->by_name[mid]->name;
-
-		c = strncmp(m, name, len);
-		if (c == 0 && m[len] != '\0')
-			c = 1;
-		if (c == 0)
-			return f->by_name[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	hit = bsearch(&k, f->by_name, (size_t)f->nparts, sizeof(*f->by_name),
+	    fleet_part_key_cmp);
+	return hit != NULL ? *hit : NULL;
 }
 
 /* The partition a watched path belongs to: BASE "/" NAME [/ child]. */
