@@ -184,7 +184,10 @@ struct election_event {
 					   the ZooKeeper leader's clock) */
 	int64_t		 owner;
 	uint64_t	 hold_ms;
-	uint64_t	 sent;		/* EV_SESSION: the handle's opening */
+	uint64_t	 sent;		/* EV_SESSION: the handle's opening;
+					   EV_RENEWED, EV_SESSION_RENEWED: when
+					   the renewal was asked for (0: the
+					   latest asked) */
 	bool		 deleted;	/* watch said the node was deleted */
 	enum election_server server;	/* EV_SERVER */
 	int		 min_timeout_ms;	/* EV_SERVER: the server's

@@ -1367,23 +1367,33 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 {
 	const struct election *se = fleet_session(f);
 	struct election_event rev;
-	uint64_t rtt, after, until;
+	uint64_t rtt, after, until, s;
+	bool earlier;
 	int i;
 
 	if (!f->srenew_inflight)
 		return;
-	f->srenew_inflight = false;
-	rtt = f->now - f->srenew_sent;
-	after = se->shape.renew > rtt ? se->shape.renew - rtt : 0;
-	f->srenew_next = f->now + after;
+	/* Credited to its own send time, as a leader's renewal is
+	 * (election_on_renewed): one asked for after the connection was
+	 * lost, before the loop heard of it, is answered after the
+	 * reconnect, ahead of the one sent since. */
+	s = ev->sent != 0 ? ev->sent : f->srenew_sent;
+	earlier = s != f->srenew_sent;
+	if (!earlier) {
+		f->srenew_inflight = false;
+		rtt = f->now - s;
+		after = se->shape.renew > rtt ? se->shape.renew - rtt : 0;
+		f->srenew_next = f->now + after;
+	}
 	if (ev->rc == ZOK) {
-		f->srenewals++;
-		lease_ring_acked(&f->ring, f->srenew_sent, f->now);
+		if (!earlier)
+			f->srenewals++;
+		lease_ring_acked(&f->ring, s, f->now);
 		/* What the session is known to live until: a named successor
 		 * leads on it (election_try_lead). */
 		if (f->session_id != 0 &&
-		    (until = election_lease_for(&f->parts[0].e,
-		    f->srenew_sent)) > f->session_lease)
+		    (until = election_lease_for(&f->parts[0].e, s)) >
+		    f->session_lease)
 			f->session_lease = until;
 	}
 	/* The sync was answered on this session's connection (a reply from
@@ -1393,7 +1403,7 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 	rev.now = f->now;
 	rev.rc = ev->rc;
 	rev.owner = ev->rc == ZOK ? f->session_id : 0;
-	rev.sent = f->srenew_sent;
+	rev.sent = s;
 	for (i = 0; i < f->nparts; i++)
 		if (f->parts[i].leading)
 			fleet_feed(f, &f->parts[i], &rev, out);

@@ -82,6 +82,8 @@ struct zk_req {
 	int		 nops;
 	char		 paths[3][CONFIG_ZK_PATH_MAX];
 	int		 queued;	/* our requests out when it was made */
+	uint64_t	 asked;		/* the loop's time of the step that asked
+					   for it: no later than its send */
 };
 
 /* An action held back until fewer of our requests are out (zk_hold): a
@@ -91,6 +93,7 @@ struct zk_held {
 	struct zk_held	*next;
 	struct fleet_action fa;
 	uint64_t	 gen;
+	uint64_t	 asked;		/* the step's time */
 	char		 uuid[ELECTION_UUID_LEN + 1];
 	char		*bytes;
 };
@@ -119,6 +122,7 @@ struct zk_msg {
 	int64_t		 ctime;		/* member data: the node's ctime */
 	int64_t		 owner;
 	int		 queued;	/* answers: our requests out at its send */
+	uint64_t	 asked;		/* answers: when the loop asked for it */
 	zhandle_t	*zh;		/* session events: which handle */
 };
 
@@ -341,6 +345,7 @@ zk_msg_req(const struct zk_req *req, int rc)
 
 	m->pt = req->pt;
 	m->queued = req->queued;
+	m->asked = req->asked;
 	return m;
 }
 
@@ -759,7 +764,10 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 	case ZK_MEMBER_WATCH:	fev.type = FEV_MEMBERS_CHANGED; break;
 	case ZK_MEMBER_DATA:	fev.type = FEV_MEMBER_DATA; break;
 	case ZK_MEMBER_DELETE:	fev.type = FEV_MEMBER_DELETED; break;
-	case ZK_SESSION_RENEW:	fev.type = FEV_SESSION_RENEWED; break;
+	case ZK_SESSION_RENEW:
+		fev.type = FEV_SESSION_RENEWED;
+		ev->sent = m->asked;
+		break;
 	case ZK_MEMBER_SET:	fev.type = FEV_MEMBER_SET; break;
 	case ZK_MEMBER_DATA_WATCH:
 		if (m->type != ZOO_CHANGED_EVENT)
@@ -787,7 +795,10 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		case ZK_PRED_WATCH:	ev->type = EV_PRED_CHANGED; break;
 		case ZK_OWNER:		ev->type = EV_OWNER; break;
 		case ZK_CLAIM:		ev->type = EV_CLAIMED; break;
-		case ZK_RENEW:		ev->type = EV_RENEWED; break;
+		case ZK_RENEW:
+			ev->type = EV_RENEWED;
+			ev->sent = m->asked;
+			break;
 		case ZK_CLAIM_DATA:	ev->type = EV_CLAIM_DATA; break;
 		case ZK_CLAIM_WATCH:	ev->type = EV_CLAIM_CHANGED; break;
 		case ZK_SUCCESSOR:	ev->type = EV_SUCCESSOR_DATA; break;
@@ -1051,6 +1062,7 @@ zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 		abort();
 	req->zk = zk;
 	req->queued = __atomic_fetch_add(&zk->reqs_live, 1, __ATOMIC_ACQ_REL);
+	req->asked = zk->fleet->now;
 	req->pt = pt;
 	req->kind = kind;
 	req->gen = pt != NULL ? pt->e.gen : 0;
@@ -1263,6 +1275,7 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 	if (h == NULL)
 		abort();
 	h->fa = *fa;
+	h->asked = zk->fleet->now;
 	if (fa->type == FACT_ELECTION) {
 		pt = &zk->fleet->parts[fa->part];
 		h->gen = pt->e.gen;
@@ -1282,7 +1295,7 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 static void	zk_perform_election(struct zk *, struct part *,
 		    const struct election_action *, const struct zk_held *);
 static void	zk_perform_member(struct zk *, const struct fleet_action *,
-		    bool);
+		    const struct zk_held *);
 
 /* Sends what was held back while the window has room; with no handle
  * (closed for a new session) it is dropped, as the client drops what is
@@ -1301,7 +1314,7 @@ zk_release_held(struct zk *zk)
 			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
 			    &h->fa.a, h);
 		else if (zk->zh != NULL)
-			zk_perform_member(zk, &h->fa, true);
+			zk_perform_member(zk, &h->fa, h);
 		free(h->bytes);
 		free(h);
 	}
@@ -1646,6 +1659,7 @@ zk_perform_election(struct zk *zk, struct part *pt,
 	req = zk_req_new(zk, pt, zk_plan_kinds[plan.what], plan.name);
 	if (h != NULL) {
 		req->gen = h->gen;
+		req->asked = h->asked;
 		req->queued = ZK_WINDOW;	/* its wait counts as queued */
 	}
 	if (rc == -1) {
@@ -1690,9 +1704,10 @@ zk_perform_election(struct zk *zk, struct part *pt,
 }
 
 /* A fleet action about the members (partitions): its calls (zkplan.c);
- * held: held back until now. */
+ * h: held back (zk_hold) until now. */
 static void
-zk_perform_member(struct zk *zk, const struct fleet_action *fa, bool held)
+zk_perform_member(struct zk *zk, const struct fleet_action *fa,
+    const struct zk_held *h)
 {
 	const struct fleet *f = zk->fleet;
 	struct zkplan plan;
@@ -1707,8 +1722,10 @@ zk_perform_member(struct zk *zk, const struct fleet_action *fa, bool held)
 		return;
 	req = zk_req_new(zk, NULL, zk_plan_kinds[plan.what], plan.name);
 	req->gen = fa->gen;
-	if (held)
+	if (h != NULL) {
+		req->asked = h->asked;
 		req->queued = ZK_WINDOW;
+	}
 	if (rc == -1) {
 		log_error("zookeeper: a path under %s too long; not sent",
 		    f->members_path);
@@ -1763,7 +1780,7 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 			if (zk_window_full(zk, fa))
 				zk_hold(zk, fa);
 			else
-				zk_perform_member(zk, fa, false);
+				zk_perform_member(zk, fa, NULL);
 			break;
 		}
 	}

@@ -231,6 +231,8 @@ struct agg {
 	char		 data[PD_MAX];
 	int		 datalen;
 	bool		 has_data;
+	uint64_t	 asked;		/* the fleet's step time (ms), as zk.c
+					   passes back a renewal's */
 };
 
 struct pcreq {
@@ -1919,11 +1921,13 @@ h_complete(struct phandle *h, struct pcreq *r, int rc, const struct prep *rep)
 			return;
 		if (r->kind == K_SRENEW) {
 			it = item_new(h->id, I_SRENEW, -1);
+			it->ev.sent = g->asked;
 			it->ev.rc = g->rc;
 			it->ev.owner = g->owner;
 		} else {
 			it = item_new(h->id, I_EV, r->part);
 			it->ev.type = EV_RENEWED;
+			it->ev.sent = g->asked;
 			it->ev.rc = g->rc;
 			it->ev.failed_op = g->failed_op;
 			it->name = strdup(r->name);
@@ -2628,6 +2632,7 @@ p_plan_run(struct pagent *a, int part, uint64_t gen, const struct zkplan *plan)
 			abort();
 		g->refs = zkplan_answers(plan);
 		g->failed_op = -1;
+		g->asked = a->f.now;
 	}
 	for (i = 0; i < plan->ncalls; i++) {
 		c = &plan->calls[i];

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for fleet.c's lookups: a watched path or an API's name finds
- * its partition by name (a bsearch over the names, not a scan of every
- * partition), and a name that is only a prefix of one, or longer than one,
- * finds nothing.
+ * Unit tests for fleet.c: its lookups (a watched path or an API's name
+ * finds its partition by name, a bsearch over the names, not a scan of
+ * every partition, and a name that is only a prefix of one, or longer than
+ * one, finds nothing), and the session's renewal credited to its own send.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <check.h>
+#include <zookeeper/zookeeper.h>
 
 #include "config.h"
 #include "fleet.h"
@@ -118,6 +119,95 @@ START_TEST(test_part_named_at_the_limit)
 }
 END_TEST
 
+/* The session's renewal: T = 6 s, tick_time unknown (X = T/2), so the
+ * lease of a sync sent at s is min(born + 5 s, s + 2 s). */
+#define SID	((int64_t)0x1000000aa)
+#define T0	((uint64_t)100000)
+
+static void
+step(struct fleet *f, enum fleet_event_type type, struct election_event ev)
+{
+	struct fleet_event fev;
+	struct fleet_actions out = { 0 };
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = type;
+	fev.part = -1;
+	fev.ev = ev;
+	fleet_step(f, &fev, &out);
+	fleet_actions_free(&out);
+}
+
+static void
+session(struct fleet *f, enum election_session st, int64_t sid, uint64_t now)
+{
+	step(f, FEV_SESSION, (struct election_event){ .type = EV_SESSION,
+	    .session = st, .session_id = sid, .timeout_ms = 6000, .now = now,
+	    .sent = T0 - 10 });
+}
+
+/* A tick; whether it sent the session's renewal. */
+static bool
+tick_renews(struct fleet *f, uint64_t now)
+{
+	struct fleet_event fev;
+	struct fleet_actions out = { 0 };
+	bool renewed = false;
+	int i;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = FEV_TICK;
+	fev.part = -1;
+	fev.ev.type = EV_TICK;
+	fev.ev.now = now;
+	fleet_step(f, &fev, &out);
+	for (i = 0; i < out.n; i++)
+		renewed |= out.a[i].type == FACT_SESSION_RENEW;
+	fleet_actions_free(&out);
+	return renewed;
+}
+
+/*
+ * A renewal asked for after the client lost its connection, before the loop
+ * heard of it, waits in the client and goes out after the reconnect, ahead
+ * of the one sent since. Its answer comes first and earns what its own send
+ * time allows, not what the later send's would: the loop may hear of the
+ * reconnect late (a stall), and the later time overstates the lease by as
+ * much.
+ */
+START_TEST(test_session_renewal_queued_over_a_reconnect_keeps_its_send_time)
+{
+	static char buf[][2] = { "0" };
+	char *names[] = { buf[0] };
+	struct fleet f;
+	uint64_t t1 = T0 + 100, lost = t1 + 2, back = lost + 400, want;
+
+	fleet_of(&f, names, 1);
+	session(&f, SESSION_CONNECTED, SID, T0);
+	/* A member leading a partition: the renewal is wanted. */
+	snprintf(f.member_node, sizeof(f.member_node), "m-0000000001");
+	f.nleading = 1;
+	ck_assert(tick_renews(&f, t1));
+	session(&f, SESSION_CONNECTING, 0, lost);
+	session(&f, SESSION_CONNECTED, SID, back);
+	ck_assert(tick_renews(&f, back));
+	want = election_lease_for(&f.parts[0].e, t1);
+	ck_assert_uint_eq(want, t1 + 2000);
+	ck_assert_uint_lt(want, election_lease_for(&f.parts[0].e, back));
+	step(&f, FEV_SESSION_RENEWED, (struct election_event){
+	    .type = EV_SESSION_RENEWED, .rc = ZOK, .sent = t1, .now = back + 4 });
+	ck_assert_uint_eq(f.session_lease, want);
+	ck_assert(f.srenew_inflight);		/* the later one is still out */
+	step(&f, FEV_SESSION_RENEWED, (struct election_event){
+	    .type = EV_SESSION_RENEWED, .rc = ZOK, .sent = back,
+	    .now = back + 8 });
+	ck_assert(!f.srenew_inflight);
+	ck_assert_uint_eq(f.session_lease, back + 2000);
+	ck_assert_uint_eq(f.srenewals, 1);	/* one round trip timed */
+	fleet_free(&f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -129,6 +219,10 @@ main(void)
 	tcase_add_test(tc, test_part_named_finds_every_name_and_no_other);
 	tcase_add_test(tc, test_part_of_path_takes_the_component_after_the_base);
 	tcase_add_test(tc, test_part_named_at_the_limit);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("renewal");
+	tcase_add_test(tc,
+	    test_session_renewal_queued_over_a_reconnect_keeps_its_send_time);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
