@@ -11,6 +11,15 @@ ZooKeeper of its own, started fresh, and in it:
                counts K members, owns exactly what it is assigned, the
                shares are floor/ceil of P/K, every partition has one owner);
                also from the first member node's creation (its ctime);
+               with it, the CPU it cost (utime+stime): ZooKeeper's, and the
+               agents' since they started, at the settle and once the
+               fleet is quiet (the first of ZooKeeper's packet counts,
+               sampled every 0.5 s, from which it receives 10 a second per
+               agent or fewer, twice a settled agent's, for 2T running; at
+               most 60 s): work an agent still owes at the settle (a
+               partition it does not own reads its claim again T after
+               finding no node) counts, whether the settle came before it
+               or after; the growth table compares both between rows;
   restart      all K stopped with SIGTERM (each waited for), then all
                started again, the paths now present, until settled;
   steady state settled, --quiet s (2), then a --window (20 s) with nothing
@@ -25,9 +34,6 @@ ZooKeeper of its own, started fresh, and in it:
   join         it starts again, timed from its member node's creation (its
                start-up is not timed) until the K are settled; partitions
                moved against the bound ceil(P/K), all to the newcomer;
-               With it, the CPU it cost (utime+stime): ZooKeeper's over
-               the cold start, and the agents' since they started; the
-               growth table compares both between rows;
   logs         over the whole row, lines of the agents' logs with "lease
                lapsed", "too little lease", the watchdog's and "moving to
                another server" (a connection kicked), except those an agent
@@ -117,8 +123,20 @@ def one_row(n, args):
         row["cold_cpu_zk"] = (pb.cpu_ticks(zk.proc.pid) - z0) / pb.CLK_TCK
         row["cold_cpu_agents"] = sum(pb.cpu_ticks(m.pid) for m in ms) / pb.CLK_TCK
         row["cold_first"] = s.wall - side.first_ctime() / 1000.0
-        print("  P=%d: cold start %s; CPU ZooKeeper %.2f s, the %d agents %.2f s" % (
-            n, s.fmt(), row["cold_cpu_zk"], k, row["cold_cpu_agents"]), flush=True)
+        # ... and once quiet: what the cold start still owed at the settle.
+        q = pb.wait_quiet(zk, [m.pid for m in ms], t0,
+                          2 * pb.duration_s(args.session_timeout))
+        tq = None
+        if q is not None:
+            tq = q[0]
+            row["cold_cpu_zk_quiet"] = q[1] - z0 / pb.CLK_TCK
+            row["cold_cpu_agents_quiet"] = q[2]
+        print("  P=%d: cold start %s; CPU ZooKeeper %.2f s, the %d agents %.2f s; "
+              "quiet %s: ZooKeeper %.2f s, the agents %.2f s" % (
+                  n, s.fmt(), row["cold_cpu_zk"], k, row["cold_cpu_agents"],
+                  "%.2f s" % tq if tq is not None else "not within 60 s",
+                  row.get("cold_cpu_zk_quiet", 0), row.get("cold_cpu_agents_quiet", 0)),
+              flush=True)
 
         # restart, paths present
         bl.quiet(args.quiet)
@@ -295,14 +313,15 @@ def main():
     print()
     print("growth between consecutive rows (P x4; 1.00 per partition = linear)")
     print("| P | cold start | restart | leave | join | cold start CPU: ZooKeeper "
-          "| agents | CPU per agent | CPU per partition |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| agents | to quiet: ZooKeeper | agents | CPU per agent | CPU per partition |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for a, b in zip(rows, rows[1:]):
         cells = []
         for key in ("cold", "restart", "leave", "join"):
             x, y = secs(a, key), secs(b, key)
             cells.append("x%.2f" % (y / x) if x and y else "-")
-        for key in ("cold_cpu_zk", "cold_cpu_agents"):
+        for key in ("cold_cpu_zk", "cold_cpu_agents", "cold_cpu_zk_quiet",
+                    "cold_cpu_agents_quiet"):
             x, y = a.get(key), b.get(key)
             cells.append("x%.2f" % (y / x) if x and y else "-")
         ca = statistics.mean(a["steady"]["cpu_ns"].values()) if a.get("steady") else None
