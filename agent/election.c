@@ -1599,24 +1599,12 @@ static void
 election_on_renewed(struct election *e, const struct election_event *ev,
     struct election_actions *out)
 {
-	uint64_t until, rtt, after, s;
-	bool earlier;
+	uint64_t until, rtt, after;
 
 	if (!e->renew_inflight)
 		return;
-	/*
-	 * Credited to its own send time, which the client passes back: a
-	 * renewal asked for after the connection was lost, before the loop
-	 * heard of it, waits in the client and is answered after the
-	 * reconnect, ahead of the one sent since (0: the caller keeps no
-	 * time; ours is the latest).
-	 */
-	s = ev->sent != 0 ? ev->sent : e->renew_sent;
-	earlier = s != e->renew_sent;
-	if (!earlier) {
-		e->renew_inflight = false;
-		e->kicked = false;
-	}
+	e->renew_inflight = false;
+	e->kicked = false;
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			election_self_deleted(e, out);	/* our node, or its parent */
@@ -1637,29 +1625,26 @@ election_on_renewed(struct election *e, const struct election_event *ev,
 	e->node_czxid = ev->czxid;
 	/* The sync went through the ZooKeeper leader and our node was still
 	 * there after it: the session was alive then (rule 2). */
-	until = election_lease_until(e, s);
+	until = election_lease_until(e, e->renew_sent);
 	if (until > e->lease_deadline)
 		e->lease_deadline = until;
-	election_note_acked(e, s);
+	election_note_acked(e, e->renew_sent);
 	/*
 	 * The next renewal goes a renewal period after this one was sent (at
 	 * once if the answer took longer): a slow round trip then shortens
 	 * the wait, not the lease, which is anchored on whichever renewal
 	 * was answered R before the next is sent.
 	 */
-	if (!earlier) {
-		/* A round trip (the earlier one's includes the reconnect). */
-		e->renewals++;
-		rtt = ev->now - s;
-		after = election_renew_after(e);
-		if (!e->lease_naive)
-			after = after > rtt ? after - rtt : 0;
-		if (e->next_renew != 0 && e->next_renew < e->now + after)
-			e->next_renew = e->now + after;
-		e->renewal_ms_total += rtt;
-		if (rtt > e->renewal_ms_max)
-			e->renewal_ms_max = rtt;
-	}
+	rtt = ev->now - e->renew_sent;
+	after = election_renew_after(e);
+	if (!e->lease_naive)
+		after = after > rtt ? after - rtt : 0;
+	if (e->next_renew != 0 && e->next_renew < e->now + after)
+		e->next_renew = e->now + after;
+	e->renewals++;
+	e->renewal_ms_total += rtt;
+	if (rtt > e->renewal_ms_max)
+		e->renewal_ms_max = rtt;
 	election_take_claim(e, ev->data, ev->datalen, ev->zxid, ev->pzxid);
 
 	if (e->phase == PHASE_LEADING) {

@@ -185,9 +185,7 @@ struct election_event {
 	int64_t		 owner;
 	uint64_t	 hold_ms;
 	uint64_t	 sent;		/* EV_SESSION: the handle's opening;
-					   EV_RENEWED, EV_SESSION_RENEWED: when
-					   the renewal was asked for (0: the
-					   latest asked) */
+					   EV_SESSION_RENEWED: the sync's send */
 	bool		 deleted;	/* watch said the node was deleted */
 	enum election_server server;	/* EV_SERVER */
 	int		 min_timeout_ms;	/* EV_SERVER: the server's

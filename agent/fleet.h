@@ -107,7 +107,8 @@ enum fleet_event_type {
 	FEV_MEMBER_DATA,	/* rc, name, data/datalen, owner */
 	FEV_MEMBERS_CHANGED,	/* the listing's watch fired */
 	FEV_MEMBER_DELETED,	/* rc: our member node's delete (a stop) */
-	FEV_SESSION_RENEWED,	/* rc, owner, sent: the session's renewal */
+	FEV_SESSION_RENEWED,	/* rc, owner, sent: the session's renewal,
+				   sent when asked for (0: the latest) */
 	FEV_MEMBER_DATA_CHANGED, /* name: a member node's data watch fired */
 	FEV_MEMBER_SET,		/* rc: our member node's data written */
 	FEV_DRAIN,		/* ev.assigned: drained (true) or not */

@@ -795,10 +795,7 @@ zk_apply(struct zk *zk, struct zk_msg *m)
 		case ZK_PRED_WATCH:	ev->type = EV_PRED_CHANGED; break;
 		case ZK_OWNER:		ev->type = EV_OWNER; break;
 		case ZK_CLAIM:		ev->type = EV_CLAIMED; break;
-		case ZK_RENEW:
-			ev->type = EV_RENEWED;
-			ev->sent = m->asked;
-			break;
+		case ZK_RENEW:		ev->type = EV_RENEWED; break;
 		case ZK_CLAIM_DATA:	ev->type = EV_CLAIM_DATA; break;
 		case ZK_CLAIM_WATCH:	ev->type = EV_CLAIM_CHANGED; break;
 		case ZK_SUCCESSOR:	ev->type = EV_SUCCESSOR_DATA; break;

@@ -302,7 +302,6 @@ driver_complete(struct handle *h, struct creq *r, int rc,
 			return;
 		m = inmsg_new(h->id, EV_RENEWED);
 		m->gen = r->gen;
-		m->sent = g->asked;
 		m->rc = g->rc;
 		m->failed_op = g->failed_op;
 		m->name = strdup(r->name);
@@ -500,7 +499,6 @@ driver_plan(struct agent *a, const struct election_action *x)
 			abort();
 		g->refs = zkplan_answers(&plan);
 		g->failed_op = -1;
-		g->asked = a->e->now;
 	}
 	for (i = 0; i < plan.ncalls; i++) {
 		r = driver_req(a, &plan, &plan.calls[i]);

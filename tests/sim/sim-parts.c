@@ -371,6 +371,9 @@ struct psim {
 	uint64_t	 steps, terms, faults, moved;
 	stime		 max_settle, max_leave;
 	uint64_t	 drains, resigns;
+	uint64_t	 losses_in_step;	/* --loss-in-step */
+	uint64_t	 earlier;	/* renewals answered with a later one
+					   out: sent before the reconnect */
 };
 
 static struct psim *S;
@@ -416,6 +419,10 @@ static unsigned opt_shapes;
  * drained (doc/design.md, "Moving partitions"). Without it, the draws,
  * and so every seed, are as before. */
 static bool opt_controls;
+/* --loss-in-step: the connection ends while the loop asks for a renewal
+ * (1 in 256 of them, while faults come): the loss is heard after the step,
+ * and the renewal goes out after the reconnect, as zookeeper.c queues it. */
+static bool opt_loss_in_step;
 /* --break drain: a drained member keeps counting in the assignment;
  * --break avoid: a resigned partition stays where it is. */
 #define BREAK_DRAIN	6
@@ -2063,6 +2070,13 @@ h_send_req(struct phandle *h, struct pcreq *r)
 static void
 h_submit(struct phandle *h, struct pcreq *r)
 {
+	if (opt_loss_in_step && h->connected && S->now < S->faults_end &&
+	    (r->kind == K_SRENEW || r->kind == K_RENEW) &&
+	    p_below(256) == 0) {
+		S->losses_in_step++;
+		p_heal_at(S->now);	/* a fault: settling is timed after */
+		p_client_drop(h, false);
+	}
 	if (h->state == HS_EXPIRED || h->state == HS_CLOSED) {
 		h_complete(h, r, h->state == HS_EXPIRED ? ZSESSIONEXPIRED :
 		    ZCLOSING, NULL);
@@ -2873,6 +2887,8 @@ p_apply(struct pagent *a, struct item *it)
 		break;
 	case I_SRENEW:
 		fev.type = FEV_SESSION_RENEWED;
+		if (a->f.srenew_inflight && it->ev.sent != a->f.srenew_sent)
+			S->earlier++;
 		break;
 	case I_MDATA_WATCH:
 		fev.type = FEV_MEMBER_DATA_CHANGED;
@@ -3697,7 +3713,7 @@ struct ptotals {
 	uint64_t	 seeds, failures, first_failure, steps, terms, faults,
 			 moved, failovers, depositions, relays_lost, shrinks,
 			 master_stops, dep_under, drains, resigns, obs_syncs,
-			 obs_syncs_back;
+			 obs_syncs_back, losses_in_step, earlier;
 	double		 max_settle_t, max_leave_t, sim_s;
 	uint64_t	 settle_seed, leave_seed;
 };
@@ -3721,6 +3737,8 @@ run_range(uint64_t first, uint64_t count, uint64_t stride, int verbose,
 		t->faults += st.faults;
 		t->drains += st.drains;
 		t->resigns += st.resigns;
+		t->losses_in_step += st.losses_in_step;
+		t->earlier += st.earlier;
 		t->moved += st.moved;
 		t->failovers += st.failovers;
 		t->depositions += st.depositions;
@@ -3751,7 +3769,7 @@ usage(void)
 	fprintf(stderr, "usage: zkelect-sim-parts [--seed N] [--seeds COUNT] "
 	    "[--jobs J] [--agents A] [--partitions P] [--verbose]\n"
 	    "                         [--break lease|sticky] [--expect-failure]\n"
-	    "                         [--failover] [--controls]\n"
+	    "                         [--failover] [--controls] [--loss-in-step]\n"
 	    "                         [--shape shrink,relay,tick-half,deposed|"
 	    "all]\n"
 	    "  --agents A       2 to %d (default 4)\n"
@@ -3768,6 +3786,9 @@ usage(void)
 	    "                   takes over, among the faults\n"
 	    "  --controls       drains, undrains and resigns of partitions\n"
 	    "                   among the faults\n"
+	    "  --loss-in-step   the connection ends while the loop asks\n"
+	    "                   for a renewal (1 in 256): it goes out after\n"
+	    "                   the reconnect\n"
 	    "  --shape LIST     zkelect-sim's shapes of deployment, in this\n"
 	    "                   model (README.md, \"Partitions\")\n",
 	    PA_MAX, PP_MAX);
@@ -3789,6 +3810,7 @@ main(int argc, char *argv[])
 		{ "failover",	no_argument,	   NULL, 'f' },
 		{ "shape",	required_argument, NULL, 'S' },
 		{ "controls",	no_argument,	   NULL, 'C' },
+		{ "loss-in-step", no_argument,	   NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t first = 1, count = 1;
@@ -3802,7 +3824,7 @@ main(int argc, char *argv[])
 
 	/* fleet.c logs as it would in the agent: errors only, here. */
 	log_init(LOG_ERROR, LOG_TEXT);
-	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xfCS:", longopts,
+	while ((ch = getopt_long(argc, argv, "s:n:j:a:p:vb:xfCLS:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's': first = strtoull(optarg, NULL, 10); break;
@@ -3852,6 +3874,7 @@ main(int argc, char *argv[])
 		case 'x': expect_failure = true; break;
 		case 'f': opt_failover = true; break;
 		case 'C': opt_controls = true; break;
+		case 'L': opt_loss_in_step = true; break;
 		default: usage();
 		}
 	}
@@ -3914,6 +3937,8 @@ main(int argc, char *argv[])
 			tot.dep_under += part.dep_under;
 			tot.drains += part.drains;
 			tot.resigns += part.resigns;
+			tot.losses_in_step += part.losses_in_step;
+			tot.earlier += part.earlier;
 			tot.sim_s += part.sim_s;
 			if (part.max_settle_t > tot.max_settle_t) {
 				tot.max_settle_t = part.max_settle_t;
@@ -3959,6 +3984,17 @@ main(int argc, char *argv[])
 	    "); slowest after a graceful leave: %.2f T (seed %" PRIu64 "); "
 	    "%" PRIu64 " partitions moved by leaves\n", tot.max_settle_t,
 	    tot.settle_seed, tot.max_leave_t, tot.leave_seed, tot.moved);
+	if (opt_loss_in_step) {
+		printf("connections lost as a renewal was asked for: %" PRIu64
+		    "; renewals answered after the reconnect with a later one "
+		    "out (credited to their own send): %" PRIu64 "\n",
+		    tot.losses_in_step, tot.earlier);
+		if (tot.earlier == 0) {
+			printf("no renewal was answered that way: the run "
+			    "did not stage what it was asked to\n");
+			return 1;
+		}
+	}
 	if (expect_failure) {
 		printf("%s\n", tot.failures > 0 ? "failed, as expected" :
 		    "no seed failed; a failure was expected");

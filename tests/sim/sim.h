@@ -340,8 +340,6 @@ struct agg {
 	char		 data[SIM_DATA_MAX];
 	int		 datalen;
 	bool		 has_data;
-	uint64_t	 asked;		/* the agent's step time (ms), as zk.c
-					   passes back a renewal's */
 };
 
 struct creq {
