@@ -1373,10 +1373,11 @@ fleet_srenew_answered(struct fleet *f, const struct election_event *ev,
 
 	if (!f->srenew_inflight)
 		return;
-	/* Credited to its own send time, as a leader's renewal is
-	 * (election_on_renewed): one asked for after the connection was
-	 * lost, before the loop heard of it, is answered after the
-	 * reconnect, ahead of the one sent since. */
+	/* Credited to its own send time, which zk.c passes back: one asked
+	 * for after the connection was lost, before the loop heard of it,
+	 * is answered after the reconnect, ahead of the one sent since (an
+	 * election's own renewal is void then, by its generation; this one
+	 * has none). */
 	s = ev->sent != 0 ? ev->sent : f->srenew_sent;
 	earlier = s != f->srenew_sent;
 	if (!earlier) {
