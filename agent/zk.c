@@ -82,8 +82,8 @@ struct zk_req {
 	int		 nops;
 	char		 paths[3][CONFIG_ZK_PATH_MAX];
 	int		 queued;	/* our requests out when it was made */
-	uint64_t	 asked;		/* the loop's time of the step that asked
-					   for it: no later than its send */
+	uint64_t	 asked;		/* the fleet's time of the step that sent
+					   it: no later than its send */
 };
 
 /* An action held back until fewer of our requests are out (zk_hold): a
@@ -93,7 +93,6 @@ struct zk_held {
 	struct zk_held	*next;
 	struct fleet_action fa;
 	uint64_t	 gen;
-	uint64_t	 asked;		/* the step's time */
 	char		 uuid[ELECTION_UUID_LEN + 1];
 	char		*bytes;
 };
@@ -122,7 +121,7 @@ struct zk_msg {
 	int64_t		 ctime;		/* member data: the node's ctime */
 	int64_t		 owner;
 	int		 queued;	/* answers: our requests out at its send */
-	uint64_t	 asked;		/* answers: when the loop asked for it */
+	uint64_t	 asked;		/* answers: the request's asked */
 	zhandle_t	*zh;		/* session events: which handle */
 };
 
@@ -1272,7 +1271,6 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 	if (h == NULL)
 		abort();
 	h->fa = *fa;
-	h->asked = zk->fleet->now;
 	if (fa->type == FACT_ELECTION) {
 		pt = &zk->fleet->parts[fa->part];
 		h->gen = pt->e.gen;
@@ -1292,7 +1290,7 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 static void	zk_perform_election(struct zk *, struct part *,
 		    const struct election_action *, const struct zk_held *);
 static void	zk_perform_member(struct zk *, const struct fleet_action *,
-		    const struct zk_held *);
+		    bool);
 
 /* Sends what was held back while the window has room; with no handle
  * (closed for a new session) it is dropped, as the client drops what is
@@ -1311,7 +1309,7 @@ zk_release_held(struct zk *zk)
 			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
 			    &h->fa.a, h);
 		else if (zk->zh != NULL)
-			zk_perform_member(zk, &h->fa, h);
+			zk_perform_member(zk, &h->fa, true);
 		free(h->bytes);
 		free(h);
 	}
@@ -1656,7 +1654,6 @@ zk_perform_election(struct zk *zk, struct part *pt,
 	req = zk_req_new(zk, pt, zk_plan_kinds[plan.what], plan.name);
 	if (h != NULL) {
 		req->gen = h->gen;
-		req->asked = h->asked;
 		req->queued = ZK_WINDOW;	/* its wait counts as queued */
 	}
 	if (rc == -1) {
@@ -1701,10 +1698,9 @@ zk_perform_election(struct zk *zk, struct part *pt,
 }
 
 /* A fleet action about the members (partitions): its calls (zkplan.c);
- * h: held back (zk_hold) until now. */
+ * held: held back until now. */
 static void
-zk_perform_member(struct zk *zk, const struct fleet_action *fa,
-    const struct zk_held *h)
+zk_perform_member(struct zk *zk, const struct fleet_action *fa, bool held)
 {
 	const struct fleet *f = zk->fleet;
 	struct zkplan plan;
@@ -1719,10 +1715,8 @@ zk_perform_member(struct zk *zk, const struct fleet_action *fa,
 		return;
 	req = zk_req_new(zk, NULL, zk_plan_kinds[plan.what], plan.name);
 	req->gen = fa->gen;
-	if (h != NULL) {
-		req->asked = h->asked;
+	if (held)
 		req->queued = ZK_WINDOW;
-	}
 	if (rc == -1) {
 		log_error("zookeeper: a path under %s too long; not sent",
 		    f->members_path);
@@ -1777,7 +1771,7 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 			if (zk_window_full(zk, fa))
 				zk_hold(zk, fa);
 			else
-				zk_perform_member(zk, fa, NULL);
+				zk_perform_member(zk, fa, false);
 			break;
 		}
 	}
