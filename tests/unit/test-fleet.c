@@ -146,6 +146,21 @@ session(struct fleet *f, enum election_session st, int64_t sid, uint64_t now)
 	    .sent = T0 - 10 });
 }
 
+/* When the ring's request sent at s was answered (0: not yet); fails if
+ * the ring has no such request. */
+static uint64_t
+acked_at(const struct lease_ring *r, uint64_t s)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->sent[i] == s)
+			return r->acked[i];
+	ck_abort_msg("no request sent at %llu in the ring",
+	    (unsigned long long)s);
+	return 0;
+}
+
 /* A tick; whether it sent the session's renewal. */
 static bool
 tick_renews(struct fleet *f, uint64_t now)
@@ -198,10 +213,13 @@ START_TEST(test_session_renewal_queued_over_a_reconnect_keeps_its_send_time)
 	    .type = EV_SESSION_RENEWED, .rc = ZOK, .sent = t1, .now = back + 4 });
 	ck_assert_uint_eq(f.session_lease, want);
 	ck_assert(f.srenew_inflight);		/* the later one is still out */
+	/* ... and unanswered in the ring that anchors later leases. */
+	ck_assert_uint_eq(acked_at(&f.ring, back), 0);
 	step(&f, FEV_SESSION_RENEWED, (struct election_event){
 	    .type = EV_SESSION_RENEWED, .rc = ZOK, .sent = back,
 	    .now = back + 8 });
 	ck_assert(!f.srenew_inflight);
+	ck_assert_uint_eq(acked_at(&f.ring, back), back + 8);
 	ck_assert_uint_eq(f.session_lease, back + 2000);
 	ck_assert_uint_eq(f.srenewals, 1);	/* one round trip timed */
 	fleet_free(&f);
