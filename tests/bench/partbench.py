@@ -172,9 +172,9 @@ def wait_settled(side, live, t0, timeout, interval):
 def wait_quiet(zk, pids, t0, calm_for, per_agent=10.0, step=0.5, limit=60.0):
     """Once ZooKeeper's packets received, sampled every `step` s, stay at
     `per_agent` a second or fewer per pid for `calm_for` s: the seconds from
-    t0 (monotonic) to the first calm sample, and the CPU seconds
-    (utime+stime) of ZooKeeper and of the pids together then. None after
-    `limit` s."""
+    t0 (monotonic) to the first calm sample, the CPU seconds (utime+stime)
+    of ZooKeeper and of the pids together then, and ZooKeeper's packets
+    received by then (since it started). None after `limit` s."""
     def sample():
         return (time.monotonic(), bl.mntr(zk)["zk_packets_received"],
                 cpu_ticks(zk.proc.pid) / CLK_TCK,
@@ -187,7 +187,8 @@ def wait_quiet(zk, pids, t0, calm_for, per_agent=10.0, step=0.5, limit=60.0):
         if now[1] - last[1] <= per_agent * len(pids) * (now[0] - last[0]):
             first_calm = first_calm or last
             if now[0] - first_calm[0] >= calm_for:
-                return (first_calm[0] - t0, first_calm[2], first_calm[3])
+                return (first_calm[0] - t0, first_calm[2], first_calm[3],
+                        first_calm[1])
         else:
             first_calm = None
         last = now

@@ -54,21 +54,35 @@ the same way (partitions_cost.py), and its CPU %.
 Growth: between consecutive rows, the ratio of each settle time and of the
 CPU per partition (a ratio of 1 is linear growth).
 
+With --baseline PATH (another build's zkelectd, snapshotted as the agent
+is), every row is run with it too, in the same invocation, alternating
+which goes first, and a last table gives this build's figures over the
+baseline's: a change measured before and after in one run. With
+--cold-runs N as well, only cold starts are run: N of each build per
+size, alternating, each on a fresh server and timed as above (the settle,
+and the agents' CPU and ZooKeeper's packets until quiet), and the medians
+compared.
+
     tests/bench/partitions_scale.py [--agents 8] [--sizes 64,256,1024,4096]
         [--max 16384] [--session-timeout 2s] [--window 20] [--quiet 2]
-        [--timeout 120] [--interval 0.05] [--max-load 1.0]
+        [--timeout 120] [--interval 0.05] [--max-load 1.0] [--baseline PATH]
+        [--cold-runs N]
 """
 
 import argparse
 import math
+import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 
 import benchlib as bl
 from benchlib import BenchAgentSet, ZooKeeperServer
 
 import partbench as pb
+import zkharness
 
 SIZES = [64, 256, 1024, 4096, 16384]
 
@@ -131,6 +145,7 @@ def one_row(n, args):
             tq = q[0]
             row["cold_cpu_zk_quiet"] = q[1] - z0 / pb.CLK_TCK
             row["cold_cpu_agents_quiet"] = q[2]
+            row["cold_packets_quiet"] = q[3]
         print("  P=%d: cold start %s; CPU ZooKeeper %.2f s, the %d agents %.2f s; "
               "quiet %s: ZooKeeper %.2f s, the agents %.2f s" % (
                   n, s.fmt(), row["cold_cpu_zk"], k, row["cold_cpu_agents"],
@@ -236,42 +251,146 @@ def main():
     ap.add_argument("--max-load", type=float, default=0.0,
                     help="wait before each row until the 1-minute load average is "
                          "below this (0: do not wait)")
+    ap.add_argument("--baseline", metavar="PATH",
+                    help="another zkelectd: every row is run with it too, and "
+                         "compared")
+    ap.add_argument("--cold-runs", type=int, default=0, metavar="N",
+                    help="with --baseline: only cold starts, N of each build "
+                         "per size")
     args = ap.parse_args()
+    if args.cold_runs and not args.baseline:
+        ap.error("--cold-runs needs --baseline")
+    base_bin = None
+    if args.baseline:
+        snap = tempfile.mkdtemp(prefix="zkbench-base-", dir="/tmp")
+        base_bin = os.path.join(snap, "zkelectd")
+        shutil.copy2(args.baseline, base_bin)
+        print("baseline: %s (snapshot of %s)" % (base_bin, args.baseline))
     sizes = [int(x) for x in args.sizes.split(",")]
     sizes += [p for p in SIZES if max(sizes) < p <= args.max]
     sizes = [p for p in sizes if p <= args.max]
 
     bl.header("partitions at scale: %d agents, P = %s, T = %s, tickTime 200 ms" % (
         args.agents, ", ".join(map(str, sizes)), args.session_timeout))
+    if args.cold_runs:
+        cold_compare(sizes, args, base_bin)
+        shutil.rmtree(os.path.dirname(base_bin), True)
+        return 0
     load = pb.wait_load(args.max_load)
     ref = single_reference(args)
     print("reference: a single-election leader alone, %.2f packets/s (mntr), CPU %.3f%% "
           "(schedstat; %.2f%% utime+stime), VmRSS %.1f MiB (load average %.2f at its "
           "start)" % (ref["mntr"], ref["cpu_ns"], ref["cpu_stat"], ref["rss"] / 1024.0,
                       load), flush=True)
-    rows = []
-    for n in sizes:
-        r = one_row(n, args)
-        rows.append(r)
-        print("P = %d (load average %.2f at its start)" % (n, r["load"]), flush=True)
-        for note in r["notes"]:
-            print("  note: %s" % note)
-        for phase in ("cold", "restart", "leave", "join"):
-            s = r.get(phase)
-            if s is not None and not s.ok:
-                print("  %s: %s" % (phase, s.note))
-        if "owned_at_end" in r:
-            print("  partitions owned when it was given up: %d of %d"
-                  % (r["owned_at_end"], n))
-        for d in r["deaths"]:
-            print("  died: %s, exit status %s, last line: %s" % d)
-        stop = ["%s %d" % (k, r["logs"]["stopping_" + k]) for k, _ in pb.LOG_MARKS
-                if r["logs"]["stopping_" + k]]
-        print("  log lines of the row: %s; after a SIGTERM (not in the table): %s" % (
-            ", ".join("%s %d" % (k, r["logs"][k]) for k, _ in pb.LOG_MARKS),
-            ", ".join(stop) or "none"))
-        sys.stdout.flush()
+    rows, base_rows = [], []
+    for i, n in enumerate(sizes):
+        order = ["ours", "baseline"] if base_bin else ["ours"]
+        if base_bin and i % 2 == 0:
+            order.reverse()
+        for who in order:
+            zkharness.ZKELECTD = bl.ZKELECTD if who == "ours" else base_bin
+            r = one_row(n, args)
+            r["who"] = who
+            (rows if who == "ours" else base_rows).append(r)
+            report_row(r)
+    zkharness.ZKELECTD = bl.ZKELECTD
+    if base_bin:
+        print("\nthe baseline's rows:")
+        table(base_rows, args, ref)
+        print("\nthis build's rows:")
+    table(rows, args, ref)
+    if base_bin:
+        compare(rows, base_rows)
+        shutil.rmtree(os.path.dirname(base_bin), True)
+    return 0
 
+
+def cold_once(n, args):
+    """One cold start of K agents x n partitions on a fresh server: the
+    settle's seconds, and the agents' CPU seconds and ZooKeeper's packets
+    once quiet (None if it did not settle or quieten)."""
+    zk = new_server()
+    side = pb.ZkelectSide(zk.hostport, "/zkelect/bench-scale", args.agents, n,
+                          args.session_timeout)
+    try:
+        t0 = time.monotonic()
+        for m in side.members:
+            side.start(m)
+        s = pb.wait_settled(side, side.members, t0, args.timeout, args.interval)
+        if not s.ok:
+            return None
+        q = pb.wait_quiet(zk, [m.pid for m in side.members], t0,
+                          2 * pb.duration_s(args.session_timeout))
+        if q is None:
+            return None
+        side.check_deaths(side.members)
+        return (s.secs, q[2], q[3]) if not side.deaths else None
+    finally:
+        side.cleanup()
+        zk.cleanup()
+
+
+def cold_compare(sizes, args, base_bin):
+    print("| P | build | cold start, each run (s) | median | agents' CPU until quiet, "
+          "median (s) | ZooKeeper packets until quiet, median |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for n in sizes:
+        res = {"this build": [], "baseline": []}
+        failed = {"this build": 0, "baseline": 0}
+        for i in range(args.cold_runs):
+            order = ["baseline", "this build"] if i % 2 == 0 else ["this build", "baseline"]
+            for who in order:
+                pb.wait_load(args.max_load)
+                zkharness.ZKELECTD = bl.ZKELECTD if who == "this build" else base_bin
+                r = cold_once(n, args)
+                if r is None:
+                    failed[who] += 1
+                else:
+                    res[who].append(r)
+                print("  P=%d %s: %s" % (n, who, "cold start %.2f s, agents' CPU %.2f s, "
+                                         "packets %d" % r if r else "did not settle or "
+                                         "quieten"), flush=True)
+        zkharness.ZKELECTD = bl.ZKELECTD
+        med = {}
+        for who, rs in res.items():
+            if not rs:
+                print("| %d | %s | all %d failed | - | - | - |" % (n, who, failed[who]))
+                continue
+            med[who] = [statistics.median(r[j] for r in rs) for j in range(3)]
+            print("| %d | %s | %s%s | %.2f | %.2f | %d |" % (
+                n, who, " ".join("%.2f" % r[0] for r in sorted(rs)),
+                " (%d failed)" % failed[who] if failed[who] else "",
+                med[who][0], med[who][1], med[who][2]))
+        if len(med) == 2:
+            a, b = med["this build"], med["baseline"]
+            print("| %d | this / baseline | | %.2f | %.2f | %.2f |" % (
+                n, a[0] / b[0], a[1] / b[1], a[2] / b[2]), flush=True)
+
+
+def report_row(r):
+    n = r["P"]
+    print("P = %d, %s (load average %.2f at its start)" % (
+        n, r["who"], r["load"]), flush=True)
+    for note in r["notes"]:
+        print("  note: %s" % note)
+    for phase in ("cold", "restart", "leave", "join"):
+        s = r.get(phase)
+        if s is not None and not s.ok:
+            print("  %s: %s" % (phase, s.note))
+    if "owned_at_end" in r:
+        print("  partitions owned when it was given up: %d of %d"
+              % (r["owned_at_end"], n))
+    for d in r["deaths"]:
+        print("  died: %s, exit status %s, last line: %s" % d)
+    stop = ["%s %d" % (k, r["logs"]["stopping_" + k]) for k, _ in pb.LOG_MARKS
+            if r["logs"]["stopping_" + k]]
+    print("  log lines of the row: %s; after a SIGTERM (not in the table): %s" % (
+        ", ".join("%s %d" % (k, r["logs"][k]) for k, _ in pb.LOG_MARKS),
+        ", ".join(stop) or "none"))
+    sys.stdout.flush()
+
+
+def table(rows, args, ref):
     print()
     print("K = %d agents, T = %s; times in seconds; CPU %% of one core per agent over "
           "a %.0f s window (utime+stime; schedstat in brackets)" % (
@@ -334,7 +453,33 @@ def main():
         print("| %d -> %d | %s |" % (a["P"], b["P"], " | ".join(cells)))
     print("(CPU from schedstat; P grows x%s between rows)" % ", x".join(
         "%g" % (b["P"] / a["P"]) for a, b in zip(rows, rows[1:])))
-    return 0
+
+
+def compare(rows, base_rows):
+    """This build's figures over the baseline's, row by row."""
+    print()
+    print("this build / the baseline (below 1: this build is faster or cheaper)")
+    print("| P | cold start | restart | leave | join | agents' CPU, cold start "
+          "until quiet | ZooKeeper's | ZooKeeper packets until quiet "
+          "| steady CPU per agent |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+
+    def r_(x, y):
+        return "%.2f" % (x / y) if x and y else "-"
+
+    for a, b in zip(rows, base_rows):
+        cells = [r_(secs(a, k), secs(b, k)) for k in ("cold", "restart", "leave", "join")]
+        cells += [r_(a.get(k), b.get(k)) for k in (
+            "cold_cpu_agents_quiet", "cold_cpu_zk_quiet", "cold_packets_quiet")]
+        ca = statistics.mean(a["steady"]["cpu_ns"].values()) if a.get("steady") else None
+        cb = statistics.mean(b["steady"]["cpu_ns"].values()) if b.get("steady") else None
+        cells.append(r_(ca, cb))
+        print("| %d | %s |" % (a["P"], " | ".join(cells)))
+        print("|   (absolute: this build / baseline) | agents' CPU %.2f / %.2f s, "
+              "ZooKeeper's %.2f / %.2f s, packets %d / %d |" % (
+                  a.get("cold_cpu_agents_quiet", 0), b.get("cold_cpu_agents_quiet", 0),
+                  a.get("cold_cpu_zk_quiet", 0), b.get("cold_cpu_zk_quiet", 0),
+                  a.get("cold_packets_quiet", 0), b.get("cold_packets_quiet", 0)))
 
 
 if __name__ == "__main__":
