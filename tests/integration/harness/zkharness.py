@@ -430,7 +430,10 @@ class Agent(Process):
         try:
             return poll(probe, timeout, interval=0.02, what="%s: %s" % (self.id, what))
         except AssertionError as e:
-            raise AssertionError("%s; last status: %s" % (e, json.dumps(last[0]))) from None
+            # Never answered: the loop may be stuck; say where.
+            raise AssertionError("%s; last status: %s%s" % (
+                e, json.dumps(last[0]),
+                "\n" + self.threads() if last[0] is None and self.running() else "")) from None
 
     # -- process control ---------------------------------------------------
     def signal(self, sig):
@@ -455,6 +458,40 @@ class Agent(Process):
         except OSError:
             return ""
         return data[-limit:].decode(errors="replace")
+
+    def threads(self):
+        """What each of the agent's threads is doing, for a failure's
+        message: name, state, kernel wait channel and system call (from
+        /proc), and every thread's stack when gdb is installed."""
+        base = "/proc/%d/task" % self.proc.pid
+
+        def rd(tid, name):
+            try:
+                with open(os.path.join(base, tid, name)) as f:
+                    return f.read().strip()
+            except OSError:
+                return "?"
+        try:
+            tids = sorted(os.listdir(base), key=int)
+        except OSError as e:
+            return "the agent's threads: %s" % e
+        out = ["the agent's threads:"]
+        for tid in tids:
+            stat = rd(tid, "stat")
+            state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+            out.append("  %s %s: state %s, wchan %s, syscall %s" % (
+                tid, rd(tid, "comm"), state, rd(tid, "wchan"),
+                rd(tid, "syscall").split(" ")[0]))
+        gdb = shutil.which("gdb")
+        if gdb:
+            try:
+                r = subprocess.run([gdb, "-batch", "-p", str(self.proc.pid), "-ex",
+                                    "thread apply all bt"], capture_output=True,
+                                   text=True, timeout=30)
+                out.append(r.stdout[-8000:])
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out.append("gdb: %s" % e)
+        return "\n".join(out)
 
     def __repr__(self):
         return "<Agent %s pid=%s>" % (self.id, self.proc.pid if self.proc else None)
