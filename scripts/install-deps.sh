@@ -15,6 +15,31 @@
 # start are not started (a policy-rc.d while apt runs), and units they
 # enable are disabled again. Only what this run enabled is touched.
 set -euo pipefail
+# What is enabled now: every link systemctl enable or update-rc.d makes for
+# something that starts a process (a service, socket, timer or path unit;
+# an init script of a runlevel). Targets and rcS.d's boot-time scripts
+# (kmod, procps: one-shots, no daemon) are left as packages set them.
+# ROOT (default /) for the test. One list in C order, as comm needs: each
+# part sorted alone and then joined is not, and comm then took links that
+# were there before for new ones (the machine's own ssh script, say).
+enabled_links() {
+	local root=${1:-}
+	{	# a directory the machine lacks lists nothing
+		find "$root/etc/systemd/system" "$root/etc/systemd/user" -type l \
+		    \( -name '*.service' -o -name '*.socket' -o -name '*.timer' \
+		    -o -name '*.path' \) 2>/dev/null || true
+		find "$root"/etc/rc[2-5].d -name 'S*' 2>/dev/null || true
+	} | LC_ALL=C sort
+}
+
+# The lines of AFTER that BEFORE lacks (both lists from enabled_links).
+new_links() {
+	LC_ALL=C comm -13 <(printf '%s\n' "$1") <(printf '%s\n' "$2")
+}
+
+# Sourced (tests/integration/test_install_deps.py): the functions only.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
+
 usage() {
 	echo "usage: $0 --build|--demo|--test"
 	echo "  --build  what building zkelectd and zkelectctl needs"
@@ -72,15 +97,6 @@ demo) pkgs=("${build[@]}" "${demo[@]}"); opts=(--no-install-recommends) ;;
 test) pkgs=("${build[@]}" "${demo[@]}" "${test[@]}"); opts=() ;;
 esac
 
-# What is enabled now: every link systemctl enable or update-rc.d makes for
-# something that starts a process (a service, socket, timer or path unit;
-# an init script of a runlevel). Targets and rcS.d's boot-time scripts
-# (kmod, procps: one-shots, no daemon) are left as packages set them.
-enabled_links() {
-	find /etc/systemd/system /etc/systemd/user -type l \( -name '*.service' \
-	    -o -name '*.socket' -o -name '*.timer' -o -name '*.path' \) 2>/dev/null | sort
-	find /etc/rc[2-5].d -name 'S*' 2>/dev/null | sort
-}
 before=$(enabled_links)
 
 # No service starts while apt runs (invoke-rc.d and deb-systemd-invoke ask
@@ -120,7 +136,7 @@ while read -r link; do
 	esac
 	case $link in /etc/systemd/user/*) unit="--global $unit" ;; esac
 	units+=("$unit")
-done < <(comm -13 <(printf '%s\n' "$before") <(enabled_links))
+done < <(new_links "$before" "$(enabled_links)")
 for name in $(printf '%s\n' "${scripts[@]}" | sort -u); do
 	echo "install-deps: disabling the init script $name, which the install enabled"
 	$SUDO update-rc.d "$name" disable >/dev/null 2>&1 ||
