@@ -176,6 +176,21 @@ def handed_over(leaver, moved, by_id, owner, epochs, since, path):
     return bad
 
 
+def assert_handed_over(leaver, moved, by_id, owner, epochs, since, path):
+    """handed_over() finds no problem, once the logs caught up: an agent
+    writes its log from a thread of its own, so a line can reach the file
+    just after the state it tells of is answered."""
+    bad = []
+
+    def clean():
+        bad[:] = handed_over(leaver, moved, by_id, owner, epochs, since, path)
+        return not bad
+    try:
+        poll(clean, 10, what="the handovers in the logs")
+    except AssertionError:
+        raise AssertionError(bad) from None
+
+
 def start3(agents):
     return [agents.new("a%d" % i, extra_yaml=PARTS_YAML) for i in range(3)]
 
@@ -269,8 +284,8 @@ def test_sigterm_moves_only_the_leavers_partitions(agents, election, observer):
         # the leaver left once they were handed over, not at the end of its
         # bounded wait for successors (5 s). The times are bounded too, with
         # the suite's slowdown; the logs say how it happened.
-        assert handed_over(leaver, moved, {a.id: a for a in rest}, after, epochs, since,
-                           election) == []
+        assert_handed_over(leaver, moved, {a.id: a for a in rest}, after, epochs, since,
+                           election)
         print("SIGTERM: partitions moved in %.3f s, the leaver exited in %.3f s"
               % (took, left))
         assert took < 2.0 * SLOW, took
@@ -368,6 +383,11 @@ def test_hooks_per_partition_and_the_app_hears_before_the_node_goes(agents):
     after, _ = poll(lambda: settled(duo[:1], [12]), 30, interval=0.05,
                     what="1 x 12 after SIGTERM")
     leaver.proc.wait(20)
+    # The successor's on_leader runs after it gained the partition: wait
+    # for its lines (the leaver's on_follower ran before its release).
+    poll(lambda: all(any(w[0] == "gained" and w[1] == duo[0].id and w[2] == p
+                         for w in lines()) for p in mine), 20,
+         what="%s's on_leader for each partition it took" % duo[0].id)
     ls = lines()
     for p in mine:
         lost = [i for i, w in enumerate(ls)
