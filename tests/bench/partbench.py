@@ -90,6 +90,21 @@ def cpu_ns(pid):
     return total
 
 
+def wakes(pid):
+    """Times any thread of pid went to sleep and was woken again
+    (voluntary context switches, /proc/PID/task/*/status), summed."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def rss_kib(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -205,10 +220,12 @@ def steady(zk, side, live, quiet, window):
     window of `window` s with nothing done: ZooKeeper packets (mntr's
     zk_packets_received over the window, and each member's session from
     `cons` after `crst`), CPU (utime+stime, schedstat) and VmRSS of each
-    member. Whether they were still settled at the end."""
+    member, and its threads' wakeups (voluntary context switches) a second.
+    Whether they were still settled at the end."""
     sids = side.sessions(live)
     bl.quiet(quiet)
-    c0 = {m.id: (cpu_ticks(m.pid), cpu_ns(m.pid), time.monotonic()) for m in live}
+    c0 = {m.id: (cpu_ticks(m.pid), cpu_ns(m.pid), time.monotonic(), wakes(m.pid))
+          for m in live}
     m0 = bl.mntr(zk)["zk_packets_received"]
     four_letter(zk.host, zk.port, "crst", timeout=10.0)
     t0 = time.monotonic()
@@ -216,17 +233,19 @@ def steady(zk, side, live, quiet, window):
     c = cons(zk)
     secs = time.monotonic() - t0
     m1 = bl.mntr(zk)["zk_packets_received"]
-    c1 = {m.id: (cpu_ticks(m.pid), cpu_ns(m.pid), time.monotonic()) for m in live}
+    c1 = {m.id: (cpu_ticks(m.pid), cpu_ns(m.pid), time.monotonic(), wakes(m.pid))
+          for m in live}
     rss = {m.id: rss_kib(m.pid) for m in live}
     out = {"secs": secs, "mntr": (m1 - m0) / len(live) / secs,
            "cons": {mid: c.get(sid, 0) / secs for mid, sid in sids.items()},
-           "cpu_stat": {}, "cpu_ns": {}, "rss": rss,
+           "cpu_stat": {}, "cpu_ns": {}, "wakes": {}, "rss": rss,
            "still": side.quick(live) is not None and not side.check_deaths(live)}
     for m in live:
         a, b = c0[m.id], c1[m.id]
         wall = b[2] - a[2]
         out["cpu_stat"][m.id] = 100.0 * (b[0] - a[0]) / CLK_TCK / wall
         out["cpu_ns"][m.id] = 100.0 * (b[1] - a[1]) / 1e9 / wall
+        out["wakes"][m.id] = (b[3] - a[3]) / wall
     return out
 
 

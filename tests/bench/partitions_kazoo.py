@@ -30,7 +30,8 @@ absent, on both sides), and in it:
                packets received per member per second (mntr's
                zk_packets_received / K / window, and per session from
                `cons` after `crst`), CPU % of each member (utime+stime of
-               /proc/PID/stat, and schedstat), VmRSS;
+               /proc/PID/stat, and schedstat), VmRSS, and how often its
+               threads were woken (voluntary context switches);
   leave        SIGTERM of the first member until the K-1 left are settled;
   join         it starts again, timed from its member node's ctime (its
                start-up is not timed) until the K are settled;
@@ -269,6 +270,8 @@ def main():
                   lambda st: statistics.mean(st["cpu_stat"].values())),
                  ("  (schedstat, max %)", "steady",
                   lambda st: max(st["cpu_ns"].values())),
+                 ("  its threads' wakeups per member (/s)", "steady",
+                  lambda st: statistics.mean(st["wakes"].values())),
                  ("VmRSS per member (max MiB)", "steady",
                   lambda st: max(st["rss"].values()) / 1024.0)]
     print()
