@@ -78,31 +78,29 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def cpu_ns(pid):
-    """On-CPU time of every thread in ns (/proc/PID/task/*/schedstat)."""
+def per_thread(pid, name, value):
+    """value(text) of /proc/PID/task/*/NAME, summed over the threads (a
+    thread gone meanwhile, or a file that does not parse, counts 0)."""
     total = 0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                total += int(f.read().split()[0])
+            with open("/proc/%d/task/%s/%s" % (pid, tid, name)) as f:
+                total += value(f.read())
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def cpu_ns(pid):
+    """On-CPU time of every thread in ns (/proc/PID/task/*/schedstat)."""
+    return per_thread(pid, "schedstat", lambda t: int(t.split()[0]))
 
 
 def wakes(pid):
     """Times any thread of pid went to sleep and was woken again
     (voluntary context switches, /proc/PID/task/*/status), summed."""
-    total = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+    return per_thread(pid, "status", lambda t: int(
+        t.split("\nvoluntary_ctxt_switches:", 1)[1].split()[0]))
 
 
 def rss_kib(pid):
