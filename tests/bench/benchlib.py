@@ -29,11 +29,12 @@ SRC_ZKELECTCTL = os.environ.get("ZKELECTCTL", os.path.join(BUILD, "ctl", "zkelec
 # cannot swap the agent between two runs of one benchmark. zkharness reads
 # ZKELECTD at import time, so set it before importing.
 _SNAP = tempfile.mkdtemp(prefix="zkbench-bin-", dir="/tmp")
-for _src in (SRC_ZKELECTD, SRC_ZKELECTCTL):
+for _src, _name in ((SRC_ZKELECTD, "zkelectd"), (SRC_ZKELECTCTL, "zkelectctl")):
     if not os.access(_src, os.X_OK):
         sys.exit("benchmark: %s not found or not executable (build first: meson "
                  "setup build && ninja -C build)" % _src)
-    shutil.copy2(_src, _SNAP)
+    # Under its own name, whatever the source's: ZKELECTD=/tmp/old-zkelectd.
+    shutil.copy2(_src, os.path.join(_SNAP, _name))
 ZKELECTD = os.path.join(_SNAP, "zkelectd")
 ZKELECTCTL = os.path.join(_SNAP, "zkelectctl")
 os.environ["ZKELECTD"] = ZKELECTD
