@@ -368,8 +368,8 @@ election_renew_every(const struct election *e)
 	uint64_t every;
 
 	every = (uint64_t)e->timeout_ms / (e->renew_div != 0 ? e->renew_div : 6);
-	/* Not less often than the lease's own period (T/10 for a short
-	 * tick): the more often, the more lease a leader has in hand when a
+	/* Not less often than the lease's own period (T/6 or more, T/6
+	 * with a short tick): the more often, the more lease a leader has in hand when a
 	 * disconnect begins (doc/design.md, "The lease"). */
 	if (!e->lease_naive && e->shape.ok && e->shape.renew < every)
 		every = e->shape.renew;

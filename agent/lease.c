@@ -35,11 +35,14 @@ lease_shape(struct lease_shape *ls, uint64_t T, uint64_t tick)
 	ls->M = T / 6;
 	ls->R = ls->X * 3 / 5;
 	ls->span = ls->ok ? lease_min(T - ls->X - ls->M, T * 2 / 3) : 0;
-	/* Renew T/10 after the last answer (R if longer: that answer is the
-	 * next renewal's anchor), at least twice per span. The more often,
-	 * the more lease is left when a disconnect begins, to ride out a
-	 * ZooKeeper leader's election. */
-	ls->renew = lease_min(ls->R > T / 10 ? ls->R : T / 10, ls->span / 2);
+	/* Renew T/6 after the last renewal was sent (R if longer, so that
+	 * an answer can anchor a later renewal), at least twice per span.
+	 * The more often, the more lease is left when a disconnect begins,
+	 * to ride out a ZooKeeper leader's election, and the more requests
+	 * and wakeups: T/6 keeps at least the lease of ZooKeeper's default
+	 * tick (T/3: 7T/30 before the next renewal) for every tick up to
+	 * T/3 (doc/design.md). */
+	ls->renew = lease_min(ls->R > T / 6 ? ls->R : T / 6, ls->span / 2);
 	ls->kick = lease_min(T / 6, (ls->span - ls->renew) / 2);
 	ls->start = ls->renew + T / 12;
 	/*

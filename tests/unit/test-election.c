@@ -442,9 +442,9 @@ join_follower(struct election *e)
  * Next in line: ME(1,05) behind F03 only, on a new session. It renews like
  * a leader, so that a takeover needs no round trip of its own: the first
  * renewal (sent T0 + 8) earns the session's own lease (opened T0 - 10:
- * until T0 + 8 + 2T/3), the next one T/10 after it was sent (T0 + 608)
- * earns T0 + 608 + 2T/3 (its q, the first renewal, would allow T0 + 8 +
- * 5T/6).
+ * until T0 + 8 + 2T/3), the next one T/6 after it was sent (T0 + 1008)
+ * earns T0 + 1008 + 2T/3 (its q, the first renewal, allows as much: T0 + 8
+ * + 5T/6).
  */
 static void
 join_next(struct election *e)
@@ -458,15 +458,15 @@ join_next(struct election *e)
 		{ PRED_SET(F03, ZOK, T0 + 8), "" },
 		{ TICK(T0 + 8), "renew:" ME(1, 05) },
 		{ RENEWED(SID, "f", E1, E1, T0 + 10), "", PH(PHASE_WATCHING) },
-		{ TICK(T0 + 607), "" },
-		{ TICK(T0 + 608), "renew:" ME(1, 05) },
-		{ RENEWED(SID, "f", E1, E1, T0 + 612), "", R(ELECTION_FOLLOWER) },
+		{ TICK(T0 + 1007), "" },
+		{ TICK(T0 + 1008), "renew:" ME(1, 05) },
+		{ RENEWED(SID, "f", E1, E1, T0 + 1012), "", R(ELECTION_FOLLOWER) },
 	};
 
 	new_election(e, true);
 	RUN(e, s);
-	ck_assert_uint_eq(e->lease_deadline, T0 + 608 + 4000);
-	ck_assert_uint_eq(election_next_tick(e), T0 + 608 + 600);
+	ck_assert_uint_eq(e->lease_deadline, T0 + 1008 + 4000);
+	ck_assert_uint_eq(election_next_tick(e), T0 + 1008 + 1000);
 }
 
 /* ------------------------------------------------------------------ */
@@ -612,15 +612,16 @@ START_TEST(test_next_in_line_renews)
 	RUN(&e, s);
 	/* The first renewal earns no lease: no request of this connection was
 	 * answered R before it (and the session is not a new one). The next
-	 * one goes out T/10 after it was sent, and earns min(q + 5T/6,
-	 * s + 2T/3) from it: the 2T/3 cap binds. */
+	 * one goes out T/6 after it was sent, and earns min(q + 5T/6,
+	 * s + 2T/3) from it: sent a little later than T/6 after q, the
+	 * first bound binds. */
 	ck_assert_uint_eq(e.lease_deadline, 0);
-	ck_assert_uint_eq(election_next_tick(&e), T0 + 100 + 600);
-	feed(&e, (struct election_event)TICK(T0 + 760));
+	ck_assert_uint_eq(election_next_tick(&e), T0 + 100 + 1000);
+	feed(&e, (struct election_event)TICK(T0 + 1160));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 05));
-	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 765));
-	ck_assert_uint_eq(e.lease_deadline, T0 + 760 + 4000);
-	ck_assert_int_eq(election_role_at(&e, T0 + 1200), ELECTION_FOLLOWER);
+	feed(&e, (struct election_event)RENEWED(SID, "f", E1, E1, T0 + 1165));
+	ck_assert_uint_eq(e.lease_deadline, T0 + 100 + 5000);
+	ck_assert_int_eq(election_role_at(&e, T0 + 1600), ELECTION_FOLLOWER);
 }
 END_TEST
 
@@ -696,13 +697,13 @@ START_TEST(test_lease_with_steady_renewals)
 		feed(&e, (struct election_event)TICK(s));
 		ck_assert_str_eq(rendered, "renew:" ME(1, 03));
 		feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, s + 7));
-		/* The next one T/10 after this one was sent. */
-		ck_assert_uint_eq(e.next_renew, s + 600);
+		/* The next one T/6 after this one was sent. */
+		ck_assert_uint_eq(e.next_renew, s + 1000);
 		if (prev != 0) {
 			/* q = the previous renewal, answered more than R
-			 * before this one was sent: prev + 5T/6 = s + 22T/30,
-			 * so the cap s + 2T/3 binds. */
-			ck_assert_uint_eq(s, prev + 600);
+			 * before this one was sent: prev + 5T/6 = s + 2T/3,
+			 * the cap. */
+			ck_assert_uint_eq(s, prev + 1000);
 			ck_assert_uint_eq(e.lease_deadline, s + 4000);
 		}
 		prev = s;
@@ -915,7 +916,7 @@ START_TEST(test_takeover_named)
 	RUN(&e, s);
 	ck_assert_uint_eq(e.epoch, (uint64_t)E2);
 	/* The lease is the one the renewals while next in line earned. */
-	ck_assert_uint_eq(e.lease_deadline, T0 + 608 + LEASE);
+	ck_assert_uint_eq(e.lease_deadline, T0 + 1008 + LEASE);
 	election_report(&e, &r);
 	ck_assert_str_eq(r.leader_id, MY_ID);
 	ck_assert_uint_eq(r.leader_epoch, (uint64_t)E2);
@@ -934,9 +935,9 @@ START_TEST(test_takeover_named_waits_for_a_lease)
 		{ TICK(T0 + 103), "renew:" ME(1, 05) },
 		/* Nothing of ours was answered R before it. */
 		{ RENEWED(SID, MY_ID, E2, E2, T0 + 105), "", R(ELECTION_FOLLOWER) },
-		{ TICK(T0 + 702), "" },
-		{ TICK(T0 + 703), "renew:" ME(1, 05) },
-		{ RENEWED(SID, MY_ID, E2, E2, T0 + 707),
+		{ TICK(T0 + 1102), "" },
+		{ TICK(T0 + 1103), "renew:" ME(1, 05) },
+		{ RENEWED(SID, MY_ID, E2, E2, T0 + 1107),
 		  "notify:follower>leader watch_children", R(ELECTION_LEADER),
 		  PH(PHASE_LEADING) },
 	};
@@ -1096,13 +1097,14 @@ START_TEST(test_rule1_ride_through)
 	ck_assert_uint_eq(e.rides_lost, 0);
 	/* The confirming renewal had no earlier answer on the new connection:
 	 * it earns only what the session's creation (T0 - 10) allows; the
-	 * next one, T/10 after its answer, earns the full lease from it. */
+	 * next one, T/6 after it, earns the full lease from it: q + 5T/6,
+	 * which binds as it was sent a little later than T/6 after q. */
 	ck_assert_uint_eq(e.lease_deadline, T0 - 10 + 5000);
-	ck_assert_uint_eq(election_next_tick(&e), back + 600);
-	feed(&e, (struct election_event)TICK(back + 604));
+	ck_assert_uint_eq(election_next_tick(&e), back + 1000);
+	feed(&e, (struct election_event)TICK(back + 1004));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
-	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, back + 607));
-	ck_assert_uint_eq(e.lease_deadline, back + 604 + 4000);
+	feed(&e, (struct election_event)RENEWED(SID, MY_ID, E1, E1 - 1, back + 1007));
+	ck_assert_uint_eq(e.lease_deadline, back + 5000);
 }
 END_TEST
 
@@ -1123,7 +1125,7 @@ START_TEST(test_renewal_queued_over_a_reconnect_is_void)
 	uint64_t s1, lost, back, before;
 
 	join_leader(&e);
-	s1 = LEAD_AT + 600;	/* T/10 after the claim */
+	s1 = LEAD_AT + 600;	/* the renewal due since the claim */
 	ck_assert_uint_le(election_next_tick(&e), s1);
 	feed(&e, (struct election_event)TICK(s1));
 	ck_assert_str_eq(rendered, "renew:" ME(1, 03));
@@ -1676,7 +1678,7 @@ START_TEST(test_lease_shapes)
 		/* tick = T/3: ZooKeeper's 2 s tick under a 6 s session */
 		{ 6000, 2000, true, 2000, 1200, 3000, 1200, 900, 1700 },
 		/* tick = T/12: the old 2T/3 cap binds */
-		{ 6000, 500, true, 500, 300, 4000, 600, 1000, 1100 },
+		{ 6000, 500, true, 500, 300, 4000, 1000, 1000, 1500 },
 		{ 6000, 3000, true, 3000, 1800, 2000, 1000, 500, 1500 },
 		/* tick above T/2: the servers' limits were changed */
 		{ 6000, 3001, false, 3001, 1800, 0, 0, 0, 500 },
