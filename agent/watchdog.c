@@ -14,13 +14,20 @@
  * after the last one, and the successor, woken by the deletion of our
  * node, claims. A process that is dead answers nothing, so nothing it says
  * can overlap its successor's term; a loop that resumes before the bound
- * answers through the lease check as always.
+ * answers through the lease check as always, and its first beat says how
+ * long it was silent if that was T/4 or more.
+ *
+ * Far from T/2 of silence this thread sleeps until a little before it (a
+ * second at most), not a beat at a time: an idle agent's loop beats every
+ * T/12, and waking this thread as often cost as much again. Near it, it
+ * sleeps a beat's period at a time, and it kills only on a wake that came
+ * after such a short sleep, on time.
  *
  * Only time this thread saw pass counts against the loop: when its own
- * sleep overran by a wide margin, the whole process was stopped (SIGSTOP,
- * a debugger, a frozen VM) or starved, and the loop gets a fresh T/2 from
- * then. A stopped process stops libzookeeper's thread too, so ZooKeeper
- * already deals with that case.
+ * sleep overran by a wide margin, or SIGCONT came, the whole process was
+ * stopped (SIGSTOP, a debugger, a frozen VM) or starved, and the loop gets
+ * a fresh T/2 from then. A stopped process stops libzookeeper's thread
+ * too, so ZooKeeper already deals with that case.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +48,8 @@ struct watchdog {
 	pthread_mutex_t		 lock;		/* for the stop only */
 	pthread_cond_t		 wake;
 	_Atomic uint64_t	 beat;		/* ms, CLOCK_MONOTONIC; 0: not armed */
+	_Atomic uint64_t	 ref;		/* ms: the process ran again after a stop */
+	_Atomic uint64_t	 due;		/* ms: when this thread wakes next */
 	_Atomic uint32_t	 timeout_ms;	/* T */
 	atomic_bool		 stop;
 };
@@ -83,26 +93,65 @@ watchdog_fire(uint64_t silent_ms, uint32_t t)
 	_exit(2);
 }
 
+/* The one watchdog, for the SIGCONT handler. */
+static struct watchdog *_Atomic watchdog_self;
+
+/* Continued after a stop: the time stood still counts for nothing. */
+static void
+watchdog_cont(int sig)
+{
+	struct watchdog *wd = atomic_load(&watchdog_self);
+	int saved = errno;
+
+	(void)sig;
+	if (wd != NULL)
+		atomic_store(&wd->ref, watchdog_now_ms());
+	errno = saved;
+}
+
+/* A wake this late: the whole process stood still, not the loop alone. */
+static bool
+watchdog_overslept(uint64_t now, uint64_t due, uint64_t period)
+{
+	return due != 0 && now > due + period + WATCHDOG_OVERSLEEP_MS;
+}
+
+/* When the loop last showed life, stops of the whole process left out. */
+static uint64_t
+watchdog_since(struct watchdog *wd, uint64_t beat)
+{
+	uint64_t ref = atomic_load(&wd->ref);
+
+	return beat > ref ? beat : ref;
+}
+
 static void *
 watchdog_main(void *arg)
 {
 	struct watchdog *wd = arg;
-	uint64_t now, last_wake, ref = 0, beat, period, since, warned = 0;
+	uint64_t now, due, wait, beat, since, period, lead;
 	uint32_t t;
 	struct timespec ts;
 
-	last_wake = watchdog_now_ms();
-
+	now = watchdog_now_ms();
 	while (!atomic_load(&wd->stop)) {
 		t = atomic_load(&wd->timeout_ms);
 		period = watchdog_period_ms(t);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += (time_t)(period / 1000);
-		ts.tv_nsec += (long)(period % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		beat = atomic_load(&wd->beat);
+		since = watchdog_since(wd, beat);
+		/* A long sleep ends this far before T/2 of silence: a wake up
+		 * to the overslept bound late still finds less than T/2, so a
+		 * stop that ended just after it cannot pass for a stall. */
+		lead = 2 * period + WATCHDOG_OVERSLEEP_MS;
+		wait = period;
+		if (beat != 0 && since + t / 2 > now + lead + period)
+			wait = since + t / 2 - lead - now;
+		if (wait > WATCHDOG_PERIOD_MAX_MS)
+			wait = WATCHDOG_PERIOD_MAX_MS;
+		due = now + wait;
+		atomic_store(&wd->due, due);
+		ts.tv_sec = (time_t)(due / 1000);
+		ts.tv_nsec = (long)(due % 1000) * 1000000;
 		pthread_mutex_lock(&wd->lock);
 		while (!atomic_load(&wd->stop) && pthread_cond_clockwait(&wd->wake,
 		    &wd->lock, CLOCK_MONOTONIC, &ts) != ETIMEDOUT)
@@ -110,23 +159,14 @@ watchdog_main(void *arg)
 		pthread_mutex_unlock(&wd->lock);
 		now = watchdog_now_ms();
 		/* Overslept: this thread did not run either. Do not count it. */
-		if (now - last_wake > 2 * period + WATCHDOG_OVERSLEEP_MS)
-			ref = now;
-		last_wake = now;
+		if (watchdog_overslept(now, due, period))
+			atomic_store(&wd->ref, now);
 		beat = atomic_load(&wd->beat);
 		if (beat == 0 || atomic_load(&wd->stop))
 			continue;
-		since = beat > ref ? beat : ref;
+		since = watchdog_since(wd, beat);
 		if (now > since && now - since >= (uint64_t)t / 2)
 			watchdog_fire(now - beat, t);
-		/* Half way there: say so once, for whoever reads the log. */
-		if (now > since && now - since >= (uint64_t)t / 4 &&
-		    warned != beat) {
-			warned = beat;
-			log_warnx("watchdog: the event loop has not run for %llu "
-			    "ms; at %u ms (half the session timeout) the agent "
-			    "is killed", (unsigned long long)(now - beat), t / 2);
-		}
 	}
 	return NULL;
 }
@@ -135,6 +175,7 @@ struct watchdog *
 watchdog_start(uint32_t timeout_ms)
 {
 	struct watchdog *wd;
+	struct sigaction sa;
 	sigset_t all, old;
 	int rc;
 
@@ -145,6 +186,8 @@ watchdog_start(uint32_t timeout_ms)
 	pthread_mutex_init(&wd->lock, NULL);
 	pthread_cond_init(&wd->wake, NULL);
 	atomic_init(&wd->beat, 0);
+	atomic_init(&wd->ref, 0);
+	atomic_init(&wd->due, 0);
 	atomic_init(&wd->timeout_ms, timeout_ms);
 	atomic_init(&wd->stop, false);
 	sigfillset(&all);
@@ -157,7 +200,34 @@ watchdog_start(uint32_t timeout_ms)
 		free(wd);
 		return NULL;
 	}
+	atomic_store(&watchdog_self, wd);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = watchdog_cont;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCONT, &sa, NULL) == -1)
+		log_warn("watchdog: SIGCONT");
 	return wd;
+}
+
+/* The loop runs: beat, and say so once it had been silent for T/4. Not
+ * after a disarmed spell, nor for a stop of the whole process: SIGCONT or
+ * the thread saw it, or the thread should have woken long ago and has not
+ * run yet either. */
+static void
+watchdog_stamp(struct watchdog *wd, uint32_t t)
+{
+	uint64_t now = watchdog_now_ms(), last;
+
+	last = atomic_exchange(&wd->beat, now);
+	if (last == 0 || watchdog_overslept(now, atomic_load(&wd->due),
+	    watchdog_period_ms(t)))
+		return;
+	last = watchdog_since(wd, last);
+	if (now > last && now - last >= (uint64_t)t / 4)
+		log_warnx("watchdog: the event loop did not run for %llu ms; at "
+		    "%u ms (half the session timeout) the agent is killed",
+		    (unsigned long long)(now - last), t / 2);
 }
 
 void
@@ -166,14 +236,14 @@ watchdog_beat(struct watchdog *wd, uint32_t timeout_ms)
 	if (wd == NULL)
 		return;
 	atomic_store(&wd->timeout_ms, timeout_ms);
-	atomic_store(&wd->beat, watchdog_now_ms());
+	watchdog_stamp(wd, timeout_ms);
 }
 
 void
 watchdog_alive(struct watchdog *wd)
 {
 	if (wd != NULL && atomic_load_explicit(&wd->beat, memory_order_relaxed) != 0)
-		atomic_store(&wd->beat, watchdog_now_ms());
+		watchdog_stamp(wd, atomic_load(&wd->timeout_ms));
 }
 
 void
@@ -190,6 +260,8 @@ watchdog_stop(struct watchdog *wd)
 	if (wd == NULL)
 		return;
 	atomic_store(&wd->beat, 0);
+	signal(SIGCONT, SIG_DFL);
+	atomic_store(&watchdog_self, NULL);
 	pthread_mutex_lock(&wd->lock);
 	atomic_store(&wd->stop, true);
 	pthread_cond_signal(&wd->wake);

@@ -48,7 +48,7 @@ CONS_RE = re.compile(r"\[\d+\]\((.*)\)")
 
 # What the scale table counts in the agents' logs (substrings of a line):
 # a partition's lease lapsed; a term refused for slow round trips; the
-# watchdog's warning that the event loop has not run for T/4, and its kill
+# watchdog's warning that the event loop did not run for T/4, and its kill
 # at T/2; a connection kicked.
 LOG_MARKS = (("lapsed", "lease lapsed"),
              ("too_little", "too little lease"),

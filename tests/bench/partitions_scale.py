@@ -40,7 +40,7 @@ ZooKeeper of its own, started fresh, and in it:
                writes once told to stop, and agents that exited
                without being told to (a watchdog kill, a crash, a refused
                configuration), with their last error line. "stalls" are the
-               watchdog's warnings (the loop has not run for T/4), "watchdog
+               watchdog's warnings (the loop did not run for T/4), "watchdog
                kills" its kills (T/2).
 
 A phase that does not settle within --timeout (120 s) or in which an agent
