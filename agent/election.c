@@ -1532,6 +1532,8 @@ election_on_claim_data(struct election *e, const struct election_event *ev,
 	bool current = ev->gen == e->gen;
 	uint64_t before;
 
+	if (ev->rc == ZOK || ev->rc == ZNONODE)
+		e->claim_absent = ev->rc == ZNONODE;
 	if (ev->rc != ZOK) {
 		if (ev->rc == ZNONODE)
 			e->claim_owed = true;	/* no watch was set */

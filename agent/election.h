@@ -349,6 +349,9 @@ struct election {
 
 	/* the claim, as the election node says */
 	bool		 claim_known;
+	bool		 claim_absent;	/* the last read found no election node
+					   (zk.c sends a parked partition's
+					   next read after others) */
 	char		 claim_id[ELECTION_ID_MAX];
 	char		 claim_value[ELECTION_VALUE_MAX];
 	bool		 claim_has_value;

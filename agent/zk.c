@@ -131,8 +131,8 @@ struct zk {
 	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
-	struct zk_held	*held, **held_tail;	/* held back (zk_hold) */
-	int		 nheld;
+	/* Held back (zk_hold): [ZK_SOON] sent first, then [ZK_LATER]. */
+	struct zk_held	*held[2], **held_tail[2];
 	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
 	bool		 exiting;
 	uint64_t	 exit_by;	/* then leaves the loop anyway */
@@ -1238,8 +1238,36 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
  * asked is safe: its lease counts from the step that asked, which is
  * earlier, and its round trip counts as queued (the slow-ZooKeeper bar,
  * doc/design.md, "A slow ZooKeeper").
+ *
+ * What is held goes in two queues. A partition whose node did not exist
+ * when we last read its claim, and which we are not queued for (parked,
+ * or holding after a resign: PHASE_HOLDING), reads the claim again T
+ * later, only to know who leads it; in a cold start every agent does so
+ * for every partition it does not run, thousands at once. Those reads
+ * wait in ZK_LATER. Everything else (the steps of the elections we run,
+ * the first read of each claim and the reads after a claim changed,
+ * which the assignment counts on, releases, the member node's deletion)
+ * goes in ZK_SOON and is sent first, so that taking our share is not
+ * queued behind looking again at everyone else's. One election's
+ * requests keep their order within a queue; a claim read sent later than
+ * asked reads a newer claim, and ZooKeeper still answers in the order
+ * sent, so no answer about a partition is older than one before it.
  */
 #define ZK_WINDOW	64
+
+enum { ZK_SOON, ZK_LATER };
+
+static int
+zk_held_queue(const struct zk *zk, const struct fleet_action *fa)
+{
+	const struct election *e;
+
+	if (fa->type != FACT_ELECTION || fa->a.type != ACT_WATCH_CLAIM)
+		return ZK_SOON;
+	e = &zk->fleet->parts[fa->part].e;
+	return e->phase == PHASE_HOLDING && e->claim_absent ? ZK_LATER :
+	    ZK_SOON;
+}
 
 static bool
 zk_window_full(const struct zk *zk, const struct fleet_action *fa)
@@ -1257,8 +1285,10 @@ zk_window_full(const struct zk *zk, const struct fleet_action *fa)
 		 * it). */
 		return false;
 	}
-	return zk->held != NULL ||
-	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >= ZK_WINDOW;
+	if (zk->held[ZK_SOON] != NULL ||
+	    (zk_held_queue(zk, fa) == ZK_LATER && zk->held[ZK_LATER] != NULL))
+		return true;
+	return __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >= ZK_WINDOW;
 }
 
 /* Holds fa back, with a copy of the bytes it points at. */
@@ -1267,6 +1297,7 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 {
 	struct zk_held *h = calloc(1, sizeof(*h));
 	const struct part *pt;
+	int q = zk_held_queue(zk, fa);
 
 	if (h == NULL)
 		abort();
@@ -1282,9 +1313,8 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 			h->fa.a.data = h->bytes;
 		}
 	}
-	*zk->held_tail = h;
-	zk->held_tail = &h->next;
-	zk->nheld++;
+	*zk->held_tail[q] = h;
+	zk->held_tail[q] = &h->next;
 }
 
 static void	zk_perform_election(struct zk *, struct part *,
@@ -1299,12 +1329,16 @@ static void
 zk_release_held(struct zk *zk)
 {
 	struct zk_held *h;
+	int q;
 
-	while ((h = zk->held) != NULL && (zk->zh == NULL ||
-	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) < ZK_WINDOW)) {
-		if ((zk->held = h->next) == NULL)
-			zk->held_tail = &zk->held;
-		zk->nheld--;
+	for (;;) {
+		q = zk->held[ZK_SOON] != NULL ? ZK_SOON : ZK_LATER;
+		if ((h = zk->held[q]) == NULL || (zk->zh != NULL &&
+		    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >=
+		    ZK_WINDOW))
+			break;
+		if ((zk->held[q] = h->next) == NULL)
+			zk->held_tail[q] = &zk->held[q];
 		if (zk->zh != NULL && h->fa.type == FACT_ELECTION)
 			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
 			    &h->fa.a, h);
@@ -1970,7 +2004,8 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	zk->cb = *cb;
 	pthread_mutex_init(&zk->lock, NULL);
 	zk->tail = &zk->head;
-	zk->held_tail = &zk->held;
+	zk->held_tail[ZK_SOON] = &zk->held[ZK_SOON];
+	zk->held_tail[ZK_LATER] = &zk->held[ZK_LATER];
 	if (conf->zk_auth_scheme != NULL) {
 		/* Creator may do all; everyone else may only read. */
 		zk->acl_entries[0].perms = ZOO_PERM_ALL;
@@ -2002,6 +2037,7 @@ zk_close(struct zk *zk)
 {
 	struct zk_held *h;
 	struct zk_msg *m;
+	int q;
 
 	if (zk == NULL)
 		return;
@@ -2010,11 +2046,12 @@ zk_close(struct zk *zk)
 	if (zk->zh != NULL)
 		zookeeper_close(zk->zh);
 	zk_probe_end(zk);
-	while ((h = zk->held) != NULL) {
-		zk->held = h->next;
-		free(h->bytes);
-		free(h);
-	}
+	for (q = ZK_SOON; q <= ZK_LATER; q++)
+		while ((h = zk->held[q]) != NULL) {
+			zk->held[q] = h->next;
+			free(h->bytes);
+			free(h);
+		}
 	while ((m = zk->head) != NULL) {
 		zk->head = m->next;
 		zk_msg_free(m);
