@@ -32,6 +32,7 @@
 #include "agent.h"
 #include "clock.h"
 #include "fleet.h"
+#include "held.h"
 #include "log.h"
 #include "probe.h"
 #include "watchdog.h"
@@ -86,17 +87,6 @@ struct zk_req {
 					   it: no later than its send */
 };
 
-/* An action held back until fewer of our requests are out (zk_hold): a
- * copy, with the bytes it points at, the generation and the uuid it was
- * asked under. */
-struct zk_held {
-	struct zk_held	*next;
-	struct fleet_action fa;
-	uint64_t	 gen;
-	char		 uuid[ELECTION_UUID_LEN + 1];
-	char		*bytes;
-};
-
 /* A message from the ZooKeeper thread to the loop. */
 struct zk_msg {
 	struct zk_msg	*next;
@@ -131,8 +121,7 @@ struct zk {
 	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
-	/* Held back (zk_hold): [ZK_SOON] sent first, then [ZK_LATER]. */
-	struct zk_held	*held[2], **held_tail[2];
+	struct held_queues held;	/* held back (zk_hold; held.h) */
 	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
 	bool		 exiting;
 	uint64_t	 exit_by;	/* then leaves the loop anyway */
@@ -1239,39 +1228,23 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
  * earlier, and its round trip counts as queued (the slow-ZooKeeper bar,
  * doc/design.md, "A slow ZooKeeper").
  *
- * What is held goes in two queues. A partition whose node did not exist
- * when we last read its claim, and which we are not queued for (parked,
- * or holding after a resign: PHASE_HOLDING), reads the claim again T
- * later, only to know who leads it; in a cold start every agent does so
- * for every partition it does not run, thousands at once. Those reads
- * wait in ZK_LATER. Everything else (the steps of the elections we run,
- * the first read of each claim and the reads after a claim changed,
- * which the assignment counts on, releases, the member node's deletion)
- * goes in ZK_SOON and is sent first, so that taking our share is not
- * queued behind looking again at everyone else's. One election's
- * requests keep their order within a queue; a claim read sent later than
- * asked reads a newer claim, and ZooKeeper still answers in the order
- * sent, so no answer about a partition is older than one before it.
+ * What is held waits in two queues (held.h): a parked partition's second
+ * look at a claim node that was not there is sent after everything else,
+ * so that taking our share is not queued behind looking again at
+ * everyone else's (thousands of such reads come due at once in a cold
+ * start). One partition's requests still go out in the order asked
+ * (election.c counts each answer to a claim read as the oldest one out).
+ * A claim read sent later than asked reads a newer claim, and ZooKeeper
+ * answers in the order sent, so no answer about a partition is older
+ * than one before it.
  */
 #define ZK_WINDOW	64
 
-enum { ZK_SOON, ZK_LATER };
-
-static int
-zk_held_queue(const struct zk *zk, const struct fleet_action *fa)
-{
-	const struct election *e;
-
-	if (fa->type != FACT_ELECTION || fa->a.type != ACT_WATCH_CLAIM)
-		return ZK_SOON;
-	e = &zk->fleet->parts[fa->part].e;
-	return e->phase == PHASE_HOLDING && e->claim_absent ? ZK_LATER :
-	    ZK_SOON;
-}
-
+/* Whether fa must be held back, and in which queue (*q). */
 static bool
-zk_window_full(const struct zk *zk, const struct fleet_action *fa)
+zk_window_full(struct zk *zk, const struct fleet_action *fa, int *q)
 {
+	*q = HELD_SOON;
 	switch (fa->type) {
 	case FACT_ELECTION:
 		if (fa->a.type == ACT_NOTIFY)
@@ -1285,19 +1258,17 @@ zk_window_full(const struct zk *zk, const struct fleet_action *fa)
 		 * it). */
 		return false;
 	}
-	if (zk->held[ZK_SOON] != NULL ||
-	    (zk_held_queue(zk, fa) == ZK_LATER && zk->held[ZK_LATER] != NULL))
-		return true;
-	return __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >= ZK_WINDOW;
+	return held_must_wait(&zk->held, fa, fa->type == FACT_ELECTION ?
+	    &zk->fleet->parts[fa->part].e : NULL,
+	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE), ZK_WINDOW, q);
 }
 
-/* Holds fa back, with a copy of the bytes it points at. */
+/* Holds fa back in queue q, with a copy of the bytes it points at. */
 static void
-zk_hold(struct zk *zk, const struct fleet_action *fa)
+zk_hold(struct zk *zk, const struct fleet_action *fa, int q)
 {
-	struct zk_held *h = calloc(1, sizeof(*h));
+	struct held *h = calloc(1, sizeof(*h));
 	const struct part *pt;
-	int q = zk_held_queue(zk, fa);
 
 	if (h == NULL)
 		abort();
@@ -1313,12 +1284,11 @@ zk_hold(struct zk *zk, const struct fleet_action *fa)
 			h->fa.a.data = h->bytes;
 		}
 	}
-	*zk->held_tail[q] = h;
-	zk->held_tail[q] = &h->next;
+	held_push(&zk->held, q, h);
 }
 
 static void	zk_perform_election(struct zk *, struct part *,
-		    const struct election_action *, const struct zk_held *);
+		    const struct election_action *, const struct held *);
 static void	zk_perform_member(struct zk *, const struct fleet_action *,
 		    bool);
 
@@ -1328,17 +1298,12 @@ static void	zk_perform_member(struct zk *, const struct fleet_action *,
 static void
 zk_release_held(struct zk *zk)
 {
-	struct zk_held *h;
-	int q;
+	struct held *h;
 
-	for (;;) {
-		q = zk->held[ZK_SOON] != NULL ? ZK_SOON : ZK_LATER;
-		if ((h = zk->held[q]) == NULL || (zk->zh != NULL &&
-		    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) >=
-		    ZK_WINDOW))
-			break;
-		if ((zk->held[q] = h->next) == NULL)
-			zk->held_tail[q] = &zk->held[q];
+	while ((zk->held.head[HELD_SOON] != NULL ||
+	    zk->held.head[HELD_LATER] != NULL) && (zk->zh == NULL ||
+	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) < ZK_WINDOW)) {
+		h = held_next(&zk->held);
 		if (zk->zh != NULL && h->fa.type == FACT_ELECTION)
 			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
 			    &h->fa.a, h);
@@ -1665,7 +1630,7 @@ zk_probe_start(struct zk *zk)
  * h: held back (zk_hold) until now, under its generation and uuid. */
 static void
 zk_perform_election(struct zk *zk, struct part *pt,
-    const struct election_action *a, const struct zk_held *h)
+    const struct election_action *a, const struct held *h)
 {
 	struct election *e = &pt->e;
 	struct zkplan plan;
@@ -1768,15 +1733,15 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 {
 	const struct fleet_action *fa;
 	struct part *pt;
-	int i;
+	int i, q;
 
 	for (i = 0; i < out->n; i++) {
 		fa = &out->a[i];
 		pt = fa->part >= 0 ? &zk->fleet->parts[fa->part] : NULL;
 		switch (fa->type) {
 		case FACT_ELECTION:
-			if (zk_window_full(zk, fa))
-				zk_hold(zk, fa);
+			if (zk_window_full(zk, fa, &q))
+				zk_hold(zk, fa, q);
 			else
 				zk_perform_election(zk, pt, &fa->a, NULL);
 			break;
@@ -1802,13 +1767,14 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 			zk->cb.changed(zk->cb.arg, pt);
 			break;
 		default:
-			if (zk_window_full(zk, fa))
-				zk_hold(zk, fa);
+			if (zk_window_full(zk, fa, &q))
+				zk_hold(zk, fa, q);
 			else
 				zk_perform_member(zk, fa, false);
 			break;
 		}
 	}
+	zk_release_held(zk);	/* what held_must_wait moved, if room */
 	zk_schedule_tick(zk);
 }
 
@@ -2004,8 +1970,7 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	zk->cb = *cb;
 	pthread_mutex_init(&zk->lock, NULL);
 	zk->tail = &zk->head;
-	zk->held_tail[ZK_SOON] = &zk->held[ZK_SOON];
-	zk->held_tail[ZK_LATER] = &zk->held[ZK_LATER];
+	held_init(&zk->held, zk->fleet->nparts);
 	if (conf->zk_auth_scheme != NULL) {
 		/* Creator may do all; everyone else may only read. */
 		zk->acl_entries[0].perms = ZOO_PERM_ALL;
@@ -2035,9 +2000,7 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 void
 zk_close(struct zk *zk)
 {
-	struct zk_held *h;
 	struct zk_msg *m;
-	int q;
 
 	if (zk == NULL)
 		return;
@@ -2046,12 +2009,7 @@ zk_close(struct zk *zk)
 	if (zk->zh != NULL)
 		zookeeper_close(zk->zh);
 	zk_probe_end(zk);
-	for (q = ZK_SOON; q <= ZK_LATER; q++)
-		while ((h = zk->held[q]) != NULL) {
-			zk->held[q] = h->next;
-			free(h->bytes);
-			free(h);
-		}
+	held_free(&zk->held);
 	while ((m = zk->head) != NULL) {
 		zk->head = m->next;
 		zk_msg_free(m);
