@@ -6,8 +6,9 @@
  * What the window on the connection holds back (zk.c, doc/design.md,
  * "Thousands of partitions"): at most a window's worth of our requests are
  * out at once, and the rest wait here, in two queues. HELD_LATER takes only
- * a parked partition's claim read whose node was absent at its last look
- * (a second look, T after the first, that only says who leads); the rest
+ * the claim read of a parked partition we are not queued for
+ * (PHASE_HOLDING) whose node was absent at its last look (a second look,
+ * T after the first, that only says who leads); the rest
  * goes in HELD_SOON, which is sent first. One partition's requests still go
  * out in the order asked: before one of them goes out or into HELD_SOON,
  * what the partition has in HELD_LATER moves, in order, to HELD_SOON's

@@ -1214,7 +1214,7 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
 
 /*
  * The window: at most ZK_WINDOW of our requests out at once; more are held
- * back, in order, and sent as answers come. ZooKeeper answers a session's
+ * back (each partition's in order) and sent as answers come. ZooKeeper answers a session's
  * requests in order, so without it a burst (thousands of partitions
  * joining, or taking their share) would queue every later request behind
  * all of it: round trips of seconds, lapsed leases, terms barred for slow

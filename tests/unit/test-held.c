@@ -181,6 +181,31 @@ START_TEST(test_a_second_look_waits_behind_held_ones)
 }
 END_TEST
 
+START_TEST(test_the_second_queue_goes_on_after_its_last_moved)
+{
+	enum election_action_type t;
+
+	parked_absent(0);
+	parked_absent(1);
+	parked_absent(2);
+	ck_assert_int_eq(ask(ACT_WATCH_CLAIM, 1, WINDOW), HELD_LATER);
+	ck_assert_int_eq(ask(ACT_WATCH_CLAIM, 0, WINDOW), HELD_LATER);
+	/* p0's look, the last in the second queue, moves to the first;
+	 * the second queue takes the next look behind p1's. */
+	parts[0].parked = false;
+	parts[0].phase = PHASE_CREATING;
+	ck_assert_int_eq(ask(ACT_CREATE, 0, WINDOW), HELD_SOON);
+	ck_assert_int_eq(ask(ACT_WATCH_CLAIM, 2, WINDOW), HELD_LATER);
+	ck_assert_int_eq(next(&t), 0);
+	ck_assert_int_eq(t, ACT_WATCH_CLAIM);
+	ck_assert_int_eq(next(&t), 0);
+	ck_assert_int_eq(t, ACT_CREATE);
+	ck_assert_int_eq(next(&t), 1);
+	ck_assert_int_eq(next(&t), 2);
+	ck_assert_int_eq(next(&t), -1);
+}
+END_TEST
+
 static Suite *
 held_suite(void)
 {
@@ -193,6 +218,7 @@ held_suite(void)
 	tcase_add_test(tc, test_a_partition_keeps_its_order);
 	tcase_add_test(tc, test_a_request_behind_its_partitions_second_look_waits);
 	tcase_add_test(tc, test_a_second_look_waits_behind_held_ones);
+	tcase_add_test(tc, test_the_second_queue_goes_on_after_its_last_moved);
 	suite_add_tcase(s, tc);
 	return s;
 }
