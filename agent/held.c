@@ -13,6 +13,7 @@ held_init(struct held_queues *hq, int nparts)
 		hq->head[q] = NULL;
 		hq->tail[q] = &hq->head[q];
 	}
+	/* + 1: calloc(0) may give NULL */
 	if ((hq->nlater = calloc((size_t)nparts + 1, sizeof(*hq->nlater))) ==
 	    NULL)
 		abort();

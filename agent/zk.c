@@ -1214,7 +1214,7 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
 
 /*
  * The window: at most ZK_WINDOW of our requests out at once; more are held
- * back (each partition's in order) and sent as answers come. ZooKeeper answers a session's
+ * back (held.h) and sent as answers come. ZooKeeper answers a session's
  * requests in order, so without it a burst (thousands of partitions
  * joining, or taking their share) would queue every later request behind
  * all of it: round trips of seconds, lapsed leases, terms barred for slow
@@ -1227,16 +1227,10 @@ zk_plan_run(struct zk *zk, struct zk_req *req, const struct zkplan *p)
  * asked is safe: its lease counts from the step that asked, which is
  * earlier, and its round trip counts as queued (the slow-ZooKeeper bar,
  * doc/design.md, "A slow ZooKeeper").
- *
- * What is held waits in two queues (held.h): a parked partition's second
- * look at a claim node that was not there is sent after everything else,
- * so that taking our share is not queued behind looking again at
- * everyone else's (thousands of such reads come due at once in a cold
- * start). One partition's requests still go out in the order asked
- * (election.c counts each answer to a claim read as the oldest one out).
- * A claim read sent later than asked reads a newer claim, and ZooKeeper
- * answers in the order sent, so no answer about a partition is older
- * than one before it.
+ * A parked partition's second look at a claim node that was not there
+ * waits behind everything else (held.h): a claim read sent later than
+ * asked reads a newer claim, and ZooKeeper answers in the order sent, so
+ * no answer about a partition is older than one before it.
  */
 #define ZK_WINDOW	64
 
@@ -1300,10 +1294,9 @@ zk_release_held(struct zk *zk)
 {
 	struct held *h;
 
-	while ((zk->held.head[HELD_SOON] != NULL ||
-	    zk->held.head[HELD_LATER] != NULL) && (zk->zh == NULL ||
-	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) < ZK_WINDOW)) {
-		h = held_next(&zk->held);
+	while ((zk->zh == NULL ||
+	    __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) < ZK_WINDOW) &&
+	    (h = held_next(&zk->held)) != NULL) {
 		if (zk->zh != NULL && h->fa.type == FACT_ELECTION)
 			zk_perform_election(zk, &zk->fleet->parts[h->fa.part],
 			    &h->fa.a, h);

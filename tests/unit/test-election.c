@@ -1058,6 +1058,25 @@ START_TEST(test_takeover_decided_by_renewal)
 }
 END_TEST
 
+/* What the last claim read found (zk.c holds a parked partition's read of
+ * a node found absent behind its other requests): absent after "no node",
+ * present after a read that found it, unchanged by a read that failed. */
+START_TEST(test_claim_absent_is_what_the_last_read_found)
+{
+	static struct election e;	/* outlives the test: the fixture frees it */
+
+	join_next(&e);
+	ck_assert(!e.claim_absent);
+	feed(&e, (struct election_event)CLAIM_READ_FAILED(ZNONODE, T0 + 1501));
+	ck_assert(e.claim_absent);
+	feed(&e, (struct election_event)CLAIM_READ_FAILED(ZCONNECTIONLOSS,
+	    T0 + 1502));
+	ck_assert(e.claim_absent);
+	feed(&e, (struct election_event)CLAIM_DATA("f", E1, E1, T0 + 1503));
+	ck_assert(!e.claim_absent);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Rule 1: connection lost while leading                                */
 
@@ -2994,6 +3013,7 @@ election_suite(void)
 	tcase_add_test(tc, test_takeover_spent_epoch_not_reused);
 	tcase_add_test(tc, test_takeover_old_read_ignored);
 	tcase_add_test(tc, test_takeover_decided_by_renewal);
+	tcase_add_test(tc, test_claim_absent_is_what_the_last_read_found);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("disconnect");
