@@ -56,6 +56,7 @@ struct agent {
 	struct watchdog		*watchdog;	/* watchdog.c: kills a stalled loop */
 	bool			 sd_watchdog;	/* systemd asked for pings */
 	uint32_t		 sd_watchdog_ms; /* the interval we last set: T */
+	uint64_t		 sd_pinged;	/* ms: its last ping */
 	char			 sd_status[512]; /* the STATUS= we last sent */
 	struct event		*ev_stop_timeout;
 	struct agent_stats	 stats;

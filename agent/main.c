@@ -320,30 +320,43 @@ agent_session_timeout(const struct agent *agent)
 }
 
 /*
- * The loop's heartbeat, every T/12 (at most a second): it feeds the
- * watchdog thread, which kills the process once the loop has been silent
- * for T/2, and systemd's watchdog, the second line, whose interval is set
- * to T.
+ * The loop's heartbeat: it feeds the watchdog thread, which kills the
+ * process once the loop has been silent for T/2, and systemd's watchdog,
+ * the second line, whose interval is set to T. The driver beats at every
+ * tick and every batch of ZooKeeper's answers (zk_cb.beat), and this
+ * timer, put off by each beat, beats when neither has for T/6: an idle
+ * agent's renewal, every T/6, beats for it, so the loop wakes for nothing
+ * else (it woke every T/12 for this alone: 6 of an idle agent's 24
+ * wakeups a second at T = 2 s).
  */
 static void
-agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+agent_beat(void *arg)
 {
 	struct agent *agent = arg;
 	uint32_t t = agent_session_timeout(agent);
-	uint64_t period = watchdog_period_ms(t);
+	uint64_t period = watchdog_beat_ms(t), now = clock_now_ms();
 	struct timeval tv = { (time_t)(period / 1000),
 	    (suseconds_t)(period % 1000) * 1000 };
 
 	watchdog_beat(agent->watchdog, t);
-	if (agent->sd_watchdog) {
+	/* systemd's, at most every T/6: a beat may come thousands of times
+	 * a second. */
+	if (agent->sd_watchdog && now >= agent->sd_pinged + period) {
 		/* While stopping, the interval set for the stop stays. */
 		if (agent->sd_watchdog_ms != t && !agent->stopping) {
 			sdnotify_watchdog_set_usec((uint64_t)t * 1000);
 			agent->sd_watchdog_ms = t;
 		}
 		sdnotify_watchdog();
+		agent->sd_pinged = now;
 	}
 	evtimer_add(agent->ev_watchdog, &tv);
+}
+
+static void
+agent_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	agent_beat(arg);
 }
 
 /*
@@ -722,6 +735,7 @@ main(int argc, char *argv[])
 	const struct zk_cb zk_cb = {
 		.changed = agent_changed,
 		.notify = agent_notify,
+		.beat = agent_beat,
 		.arg = &agent,
 	};
 	const struct notify_cb notify_cb = {
@@ -892,7 +906,7 @@ configured:
 
 	/* The loop runs from here: its heartbeat arms the watchdog. */
 	agent.watchdog = watchdog_start(agent_session_timeout(&agent));
-	agent_watchdog_cb(-1, 0, &agent);
+	agent_beat(&agent);
 	event_base_dispatch(agent.base);
 	agent_drain(&agent);
 	/* Closing the session may take a while; nothing answers now. */

@@ -7,9 +7,11 @@
  * libzookeeper pings from a thread of its own. A loop that stands still
  * (blocked in a system call, spinning in a bug) while that thread runs
  * keeps the session, and so its node, alive for ever: the app gets no
- * answer and no other agent can lead. The loop beats every WATCHDOG_BEAT
- * of T (the negotiated session timeout); when this thread has watched it
- * stay silent for T/2, it kills the process with SIGKILL. The pings stop
+ * answer and no other agent can lead. The loop beats at least every
+ * T/WATCHDOG_BEAT (T: the negotiated session timeout; main.c says when);
+ * when this thread has watched it stay silent for T/2, it kills the
+ * process with SIGKILL. Silence counts from the last beat, idle time
+ * included, so a stall shorter than T/2 - T/6 = T/3 never kills. The pings stop
  * with it, the server expires the session at most T (rounded up to a tick)
  * after the last one, and the successor, woken by the deletion of our
  * node, claims. A process that is dead answers nothing, so nothing it says
@@ -18,10 +20,9 @@
  * long it was silent if that was T/4 or more.
  *
  * Far from T/2 of silence this thread sleeps until a little before it (a
- * second at most), not a beat at a time: an idle agent's loop beats every
- * T/12, and waking this thread as often cost as much again. Near it, it
- * sleeps a beat's period at a time, and it kills only on a wake that came
- * after such a short sleep, on time.
+ * second at most), not a beat at a time: waking it at every beat cost as
+ * much as the beat. Near it, it sleeps T/WATCHDOG_LOOK at a time, and it
+ * kills only on a wake that came after such a short sleep, on time.
  *
  * Only time this thread saw pass counts against the loop: when its own
  * sleep overran by a wide margin, or SIGCONT came, the whole process was
@@ -65,17 +66,27 @@ watchdog_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The beat period for a session timeout of T ms. */
-uint64_t
-watchdog_period_ms(uint32_t timeout_ms)
+static uint64_t
+watchdog_clamp(uint64_t p)
 {
-	uint64_t p = timeout_ms / WATCHDOG_BEAT;
-
 	if (p < WATCHDOG_PERIOD_MIN_MS)
 		p = WATCHDOG_PERIOD_MIN_MS;
 	if (p > WATCHDOG_PERIOD_MAX_MS)
 		p = WATCHDOG_PERIOD_MAX_MS;
 	return p;
+}
+
+uint64_t
+watchdog_beat_ms(uint32_t timeout_ms)
+{
+	return watchdog_clamp(timeout_ms / WATCHDOG_BEAT);
+}
+
+/* How often this thread looks once near T/2 of silence. */
+static uint64_t
+watchdog_look_ms(uint32_t timeout_ms)
+{
+	return watchdog_clamp(timeout_ms / WATCHDOG_LOOK);
 }
 
 static void
@@ -136,7 +147,7 @@ watchdog_main(void *arg)
 	now = watchdog_now_ms();
 	while (!atomic_load(&wd->stop)) {
 		t = atomic_load(&wd->timeout_ms);
-		period = watchdog_period_ms(t);
+		period = watchdog_look_ms(t);
 		beat = atomic_load(&wd->beat);
 		since = watchdog_since(wd, beat);
 		/* A long sleep ends this far before T/2 of silence: a wake up
@@ -221,7 +232,7 @@ watchdog_stamp(struct watchdog *wd, uint32_t t)
 
 	last = atomic_exchange(&wd->beat, now);
 	if (last == 0 || watchdog_overslept(now, atomic_load(&wd->due),
-	    watchdog_period_ms(t)))
+	    watchdog_look_ms(t)))
 		return;
 	last = watchdog_since(wd, last);
 	if (now > last && now - last >= (uint64_t)t / 4)

@@ -9,9 +9,12 @@
  * A thread that kills the process (SIGKILL) once the event loop has not
  * beaten for half the session timeout T, so that the session, and our
  * node, cannot outlive a stalled loop (see watchdog.c for the bound).
- * The loop beats every T/WATCHDOG_BEAT, within the limits below.
+ * The loop beats at least every T/WATCHDOG_BEAT (watchdog_beat_ms); this
+ * thread, near the bound, looks every T/WATCHDOG_LOOK; both within the
+ * limits below.
  */
-#define WATCHDOG_BEAT		12
+#define WATCHDOG_BEAT		6
+#define WATCHDOG_LOOK		12
 #define WATCHDOG_PERIOD_MIN_MS	10
 #define WATCHDOG_PERIOD_MAX_MS	1000
 #define WATCHDOG_OVERSLEEP_MS	100	/* more than this late: we were stopped */
@@ -32,6 +35,7 @@ void watchdog_alive(struct watchdog *wd);
 void watchdog_hold(struct watchdog *wd, bool hold);
 /* Disarms and ends the thread. */
 void watchdog_stop(struct watchdog *wd);
-uint64_t watchdog_period_ms(uint32_t timeout_ms);
+/* The longest the loop may go without a beat when idle. */
+uint64_t watchdog_beat_ms(uint32_t timeout_ms);
 
 #endif

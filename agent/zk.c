@@ -846,6 +846,7 @@ zk_wake_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t until = clock_now_ms() + ZK_WAKE_SLICE_MS;
 	int n = 0;
 
+	zk->cb.beat(zk->cb.arg);
 	for (;;) {
 		pthread_mutex_lock(&zk->lock);
 		if ((m = zk->head) != NULL && (zk->head = m->next) == NULL)
@@ -877,6 +878,7 @@ zk_tick_cb(evutil_socket_t fd, short what, void *arg)
 	struct fleet_event fev;
 	struct fleet_actions out = { 0 };
 
+	zk->cb.beat(zk->cb.arg);
 	memset(&fev, 0, sizeof(fev));
 	fev.type = FEV_TICK;
 	fev.ev.now = clock_now_ms();

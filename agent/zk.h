@@ -23,6 +23,8 @@ struct zk_cb {
 	/* A part's role changed: log it, tell the app. */
 	void	(*notify)(void *arg, struct part *pt,
 		    const struct election_action *a);
+	/* The loop runs (a tick, answers to apply): feed the watchdogs. */
+	void	(*beat)(void *arg);
 	void	*arg;
 };
 

@@ -184,7 +184,8 @@ def test_short_stall_is_survived_and_told(agents):
     stall_loop(a)
     poll(lambda: a.status(timeout=0.2) is None, 5, what="a stops answering")
     # The fault itself: the loop held for 3.3 s, past T/4 (2.5 s) and short
-    # of T/2 (5 s) even with a beat T/12 (0.83 s) old when it began.
+    # of T/2 (5 s) even with a beat a second old when it began (the loop
+    # beats at least every T/6, and at least every second).
     while time.monotonic() - t0 < 3.3:
         time.sleep(0.05)
     assert a.running(), "a ended during a stall shorter than T/2"
