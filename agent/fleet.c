@@ -34,6 +34,8 @@
 static void	fleet_feed(struct fleet *, struct part *,
 		    const struct election_event *, struct fleet_actions *);
 static void	fleet_assign(struct fleet *, struct fleet_actions *);
+static uint64_t	fleet_join_end(const struct fleet *);
+static void	fleet_look(struct fleet *, struct part *);
 static void	fleet_check_stop(struct fleet *, struct fleet_actions *);
 static void	fleet_avoid_check(struct fleet *, struct part *);
 static void	fleet_member_set(struct fleet *, struct fleet_actions *);
@@ -273,6 +275,8 @@ fleet_feed(struct fleet *f, struct part *pt, const struct election_event *ev,
 	fleet_count(f, pt);
 	fleet_avoid_check(f, pt);
 	fleet_schedule(f, pt);
+	if (f->partitioned)
+		fleet_look(f, pt);
 	/*
 	 * A partition's leader is an input of the assignment: assign again
 	 * once the events at hand are applied (fleet_flush). Unless the new
@@ -582,7 +586,7 @@ fleet_assign(struct fleet *f, struct fleet_actions *out)
 	bool changed = false, mine, avoid = false, ignore_drain;
 	int *owner;
 
-	if (f->join_until != 0 && f->now < f->join_until) {
+	if (f->join_until != 0 && f->now < fleet_join_end(f)) {
 		f->assign_owed = true;	/* the window's end assigns */
 		return;
 	}
@@ -694,7 +698,9 @@ fleet_assign_due(const struct fleet *f)
 	if (!f->assign_owed)
 		return 0;
 	t = f->assigned_at != 0 ? f->assigned_at + FLEET_ASSIGN_GAP_MS : 1;
-	return f->join_until > t ? f->join_until : t;
+	if (f->join_until != 0 && fleet_join_end(f) > t)
+		return fleet_join_end(f);
+	return t;
 }
 
 /*
@@ -721,10 +727,37 @@ fleet_join_quiet(const struct fleet *f)
 }
 
 /*
- * A join into a standing fleet needs no window: when every other member's
- * node is older than ours by a quiet span, the list had stood still for
- * that long when we joined, and no burst of joins is under way. The
- * ctimes all come from the ZooKeeper leader's clock, so they compare.
+ * The window also waits, at most T/2 from our node's creation, until the
+ * first read of every partition's claim is answered (fleet_look): the
+ * assignment keeps each partition with its leader, and a joiner that
+ * assigned before it knew them chose partitions the others did not give
+ * it. At 8 x 4,096 a join queued in 1,149 partitions and left 637 again.
+ */
+static uint64_t
+fleet_join_end(const struct fleet *f)
+{
+	if (f->nlooked < f->nparts && f->look_cap > f->join_until)
+		return f->look_cap;
+	return f->join_until;
+}
+
+/* A partition's claim was read: once all are, the window may end. */
+static void
+fleet_look(struct fleet *f, struct part *pt)
+{
+	if (pt->looked || (fleet_part_leader(pt) == NULL &&
+	    !pt->e.claim_absent))
+		return;
+	pt->looked = true;
+	if (++f->nlooked == f->nparts && f->join_until != 0)
+		f->assign_owed = true;
+}
+
+/*
+ * A join into a standing fleet needs no quiet span: when every other
+ * member's node is older than ours by a quiet span, the list had stood
+ * still for that long when we joined, and no burst of joins is under way.
+ * The ctimes all come from the ZooKeeper leader's clock, so they compare.
  */
 static bool
 fleet_join_standing(struct fleet *f)
@@ -974,8 +1007,9 @@ fleet_members_listed(struct fleet *f, struct fleet_actions *out)
 	fleet_members_check(f);
 	if (f->join_until != 0 && fleet_join_standing(f)) {
 		log_debug("partitions: the members stood still before we "
-		    "joined; assigning now");
-		f->join_until = 0;
+		    "joined; assigning once every claim is read");
+		f->join_cap = f->now;
+		f->join_until = f->now;
 	}
 	fleet_join_heard(f);
 	fleet_assign(f, out);
@@ -1125,6 +1159,8 @@ fleet_members_apply_created(struct fleet *f, const struct election_event *ev,
 			f->joined_once = true;
 			f->join_cap = f->now + FLEET_JOIN_SPANS *
 			    fleet_join_quiet(f);
+			f->look_cap = f->now +
+			    (uint64_t)fleet_session(f)->timeout_ms / 2;
 			f->join_until = f->now;
 			fleet_join_heard(f);
 		}

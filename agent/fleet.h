@@ -41,6 +41,7 @@ struct part {
 	bool		 releasing;	/* e.phase == PHASE_RELEASING, as counted */
 	char		 leader[ELECTION_ID_MAX]; /* the last leader seen
 					 * ("": none yet) */
+	bool		 looked;	/* a read of its claim answered */
 	int		 owner;		/* its member in the last assignment,
 					   in fleet->owner_ids; -1: none */
 	uint64_t	 due;		/* election_next_tick, as scheduled */
@@ -201,6 +202,8 @@ struct fleet {
 	uint64_t	 assigned_at;	/* the last assignment */
 	uint64_t	 join_until;	/* the join window's end (0: over) */
 	uint64_t	 join_cap;	/* and its latest */
+	uint64_t	 look_cap;	/* the latest it waits for looks */
+	int		 nlooked;	/* parts looked at */
 	bool		 joined_once;	/* a member node made in this run */
 	bool		 new_session_owed;
 	uint64_t	 last_kick_at;

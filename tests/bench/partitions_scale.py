@@ -61,12 +61,15 @@ baseline's: a change measured before and after in one run. With
 --cold-runs N as well, only cold starts are run: N of each build per
 size, alternating, each on a fresh server and timed as above (the settle,
 and the agents' CPU and ZooKeeper's packets until quiet), and the medians
-compared.
+compared. With --move-runs N (and --baseline), only leaves and joins: per
+size, each build's fleet cold started on a fresh server (the builds
+alternating which goes first), then N leaves and joins of its oldest
+member, each timed and counted as above, and the medians compared.
 
     tests/bench/partitions_scale.py [--agents 8] [--sizes 64,256,1024,4096]
         [--max 16384] [--session-timeout 2s] [--window 20] [--quiet 2]
         [--timeout 120] [--interval 0.05] [--max-load 1.0] [--baseline PATH]
-        [--cold-runs N]
+        [--cold-runs N] [--move-runs N]
 """
 
 import argparse
@@ -257,9 +260,12 @@ def main():
     ap.add_argument("--cold-runs", type=int, default=0, metavar="N",
                     help="with --baseline: only cold starts, N of each build "
                          "per size")
+    ap.add_argument("--move-runs", type=int, default=0, metavar="N",
+                    help="with --baseline: only leaves and joins, N of each "
+                         "per build and size, on one fleet per build")
     args = ap.parse_args()
-    if args.cold_runs and not args.baseline:
-        ap.error("--cold-runs needs --baseline")
+    if (args.cold_runs or args.move_runs) and not args.baseline:
+        ap.error("--cold-runs and --move-runs need --baseline")
     base_bin = None
     if args.baseline:
         snap = tempfile.mkdtemp(prefix="zkbench-base-", dir="/tmp")
@@ -272,8 +278,11 @@ def main():
 
     bl.header("partitions at scale: %d agents, P = %s, T = %s, tickTime 200 ms" % (
         args.agents, ", ".join(map(str, sizes)), args.session_timeout))
-    if args.cold_runs:
-        cold_compare(sizes, args, base_bin)
+    if args.cold_runs or args.move_runs:
+        if args.cold_runs:
+            cold_compare(sizes, args, base_bin)
+        if args.move_runs:
+            moves_compare(sizes, args, base_bin)
         shutil.rmtree(os.path.dirname(base_bin), True)
         return 0
     load = pb.wait_load(args.max_load)
@@ -365,6 +374,93 @@ def cold_compare(sizes, args, base_bin):
             a, b = med["this build"], med["baseline"]
             print("| %d | this / baseline | | %.2f | %.2f | %.2f |" % (
                 n, a[0] / b[0], a[1] / b[1], a[2] / b[2]), flush=True)
+
+
+def leave_join(side, ms, args):
+    """The oldest member leaves (SIGTERM) and starts again, each timed as
+    in a row: (leave s, moved, bound, join s, moved, bound, moved
+    elsewhere), or None if a phase did not settle or an agent died."""
+    n, k = side.n, len(ms)
+    bl.quiet(args.quiet)
+    before = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+    if not before.ok:
+        return None
+    ctimes = {m.id: side.member_ctime(m) for m in ms}
+    leaver = min(ms, key=lambda m: ctimes[m.id])
+    rest = [m for m in ms if m is not leaver]
+    bl.quiet(args.quiet)
+    t0 = time.monotonic()
+    side.term(leaver)
+    s = pb.wait_settled(side, rest, t0, args.timeout, args.interval)
+    rc = side.wait_exit(leaver)
+    if not s.ok or rc != 0:
+        return None
+    mv = pb.moved(before.owners, s.owners)
+    leave = (s.secs, len(mv), sum(1 for o in before.owners.values() if o == leaver.id))
+    before = s
+    bl.quiet(args.quiet)
+    side.start(leaver)
+    s = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+    if not s.ok:
+        return None
+    mv = pb.moved(before.owners, s.owners)
+    side.check_deaths(ms)
+    if side.deaths:
+        return None
+    return leave + (s.wall - side.member_ctime(leaver) / 1000.0, len(mv),
+                    math.ceil(n / k),
+                    sum(1 for p in mv if s.owners[p] != leaver.id))
+
+
+def moves_compare(sizes, args, base_bin):
+    """Per size and build (alternating which goes first), one fleet on a
+    fresh server, cold started, then --move-runs leaves and joins."""
+    print("| P | build | leave, each run (s) | median | join, each run (s) | median "
+          "| moved / bound (leave; join) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for i, n in enumerate(sizes):
+        order = ["baseline", "this build"] if i % 2 == 0 else ["this build", "baseline"]
+        med = {}
+        for who in order:
+            pb.wait_load(args.max_load)
+            zkharness.ZKELECTD = bl.ZKELECTD if who == "this build" else base_bin
+            zk = new_server()
+            side = pb.ZkelectSide(zk.hostport, "/zkelect/bench-scale", args.agents, n,
+                                  args.session_timeout)
+            runs, failed = [], 0
+            try:
+                t0 = time.monotonic()
+                for m in side.members:
+                    side.start(m)
+                s = pb.wait_settled(side, side.members, t0, args.timeout, args.interval)
+                for _ in range(args.move_runs if s.ok else 0):
+                    r = leave_join(side, side.members, args)
+                    print("  P=%d %s: %s" % (n, who, "leave %.2f s (%d/%d), join %.2f s "
+                                             "(%d/%d, %d elsewhere)" % r if r else
+                                             "did not settle, or an agent died"),
+                          flush=True)
+                    if r is None:
+                        failed += 1
+                        break
+                    runs.append(r)
+            finally:
+                side.cleanup()
+                zk.cleanup()
+            if not runs:
+                print("| %d | %s | failed | - | - | - | - |" % (n, who))
+                continue
+            med[who] = (statistics.median(r[0] for r in runs),
+                        statistics.median(r[3] for r in runs))
+            print("| %d | %s | %s | %.2f | %s | %.2f | %s |" % (
+                n, who, " ".join("%.2f" % r[0] for r in runs), med[who][0],
+                " ".join("%.2f" % r[3] for r in runs), med[who][1],
+                " ".join("%d/%d; %d/%d" % (r[1], r[2], r[4], r[5]) for r in runs)),
+                flush=True)
+        zkharness.ZKELECTD = bl.ZKELECTD
+        if len(med) == 2:
+            a, b = med["this build"], med["baseline"]
+            print("| %d | this / baseline | | %.2f | | %.2f | |" % (
+                n, a[0] / b[0], a[1] / b[1]), flush=True)
 
 
 def report_row(r):

@@ -3,7 +3,8 @@
  * Unit tests for fleet.c: its lookups (a watched path or an API's name
  * finds its partition by name, a bsearch over the names, not a scan of
  * every partition, and a name that is only a prefix of one, or longer than
- * one, finds nothing), and the session's renewal credited to its own send.
+ * one, finds nothing), the session's renewal credited to its own send, and
+ * a joiner's first assignment made once it knows every partition's leader.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -226,6 +227,122 @@ START_TEST(test_session_renewal_queued_over_a_reconnect_keeps_its_send_time)
 }
 END_TEST
 
+/* Steps ev (of part, or -1), then flushes as zk.c does after a batch; how
+ * many creates of a partition's node that asked for. */
+static int
+step_flush(struct fleet *f, enum fleet_event_type type, int part,
+    struct election_event ev)
+{
+	struct fleet_event fev;
+	struct fleet_actions out = { 0 };
+	int i, creates = 0;
+
+	memset(&fev, 0, sizeof(fev));
+	fev.type = type;
+	fev.part = part;
+	fev.ev = ev;
+	fleet_step(f, &fev, &out);
+	fleet_flush(f, ev.now, &out);
+	for (i = 0; i < out.n; i++)
+		creates += out.a[i].type == FACT_ELECTION &&
+		    out.a[i].a.type == ACT_CREATE;
+	fleet_actions_free(&out);
+	return creates;
+}
+
+static int
+assigned_count(const struct fleet *f)
+{
+	int i, n = 0;
+
+	for (i = 0; i < f->nparts; i++)
+		n += f->parts[i].assigned;
+	return n;
+}
+
+/* We join a fleet where b1 has stood alone for a minute: our node is made
+ * and the members are read (b1's node old, ours new, by their ctimes). */
+static void
+join_standing(struct fleet *f, uint64_t now)
+{
+	static char m1[] = "m-0000000001", m2[] = "m-0000000002";
+	char *const listing[] = { m1, m2 };
+
+	step_flush(f, FEV_MEMBER_CREATED, -1, (struct election_event){
+	    .rc = ZOK, .name = "/zkelect/svc/members/m-0000000002",
+	    .owner = SID, .now = now });
+	step_flush(f, FEV_MEMBERS, -1, (struct election_event){ .rc = ZOK,
+	    .names = listing, .count = 2, .gen = f->member_gen, .now = now });
+	step_flush(f, FEV_MEMBER_DATA, -1, (struct election_event){ .rc = ZOK,
+	    .name = m1, .data = "b1", .datalen = 2, .owner = SID + 1,
+	    .ctime = 1000, .gen = f->member_gen, .now = now });
+	step_flush(f, FEV_MEMBER_DATA, -1, (struct election_event){ .rc = ZOK,
+	    .name = m2, .data = "a1", .datalen = 2, .owner = SID,
+	    .ctime = 61000, .gen = f->member_gen, .now = now });
+}
+
+/* Part i's first read of its claim: b1 leads it. */
+static int
+claim_read(struct fleet *f, int i, uint64_t now)
+{
+	return step_flush(f, FEV_ELECTION, i, (struct election_event){
+	    .type = EV_CLAIM_DATA, .rc = ZOK, .data = "b1", .datalen = 2,
+	    .zxid = 500 + i, .pzxid = 400, .gen = f->parts[i].e.gen,
+	    .now = now });
+}
+
+/*
+ * A joiner assigns only once it knows who leads each partition: b1 leads
+ * all four, keeps two (the assignment keeps a partition with its leader,
+ * up to the leader's quota) and gives us two. Had we assigned before the
+ * reads were in, we would have queued in partitions chosen without their
+ * leaders, not those b1 gives up (at 8 x 4,096: 1,149 queued, 637 left).
+ */
+START_TEST(test_a_joiner_assigns_once_it_knows_the_leaders)
+{
+	static char buf[][2] = { "0", "1", "2", "3" };
+	char *names[] = { buf[0], buf[1], buf[2], buf[3] };
+	struct fleet f;
+	uint64_t now = T0 + 10;
+	int i, creates = 0;
+
+	fleet_of(&f, names, 4);
+	session(&f, SESSION_CONNECTED, SID, T0);
+	join_standing(&f, now);
+	ck_assert_int_eq(f.nmembers, 2);
+	ck_assert_int_eq(assigned_count(&f), 0);
+	for (i = 0; i < 3; i++)
+		creates += claim_read(&f, i, now + 1 + i);
+	ck_assert_int_eq(creates, 0);
+	ck_assert_int_eq(assigned_count(&f), 0);
+	creates += claim_read(&f, 3, now + 5);
+	ck_assert_int_eq(assigned_count(&f), 2);
+	ck_assert_int_eq(creates, 2);
+	fleet_free(&f);
+}
+END_TEST
+
+/* ... but it does not wait longer than T/2 from its node's creation. */
+START_TEST(test_a_joiner_waits_for_the_leaders_at_most_half_t)
+{
+	static char buf[][2] = { "0", "1", "2", "3" };
+	char *names[] = { buf[0], buf[1], buf[2], buf[3] };
+	struct fleet f;
+	uint64_t now = T0 + 10;
+
+	fleet_of(&f, names, 4);
+	session(&f, SESSION_CONNECTED, SID, T0);
+	join_standing(&f, now);
+	(void)claim_read(&f, 0, now + 1);
+	ck_assert_uint_eq(fleet_next_tick(&f), now + 3000);
+	(void)tick_renews(&f, now + 2999);
+	ck_assert_int_eq(assigned_count(&f), 0);
+	(void)tick_renews(&f, now + 3000);
+	ck_assert_int_eq(assigned_count(&f), 2);
+	fleet_free(&f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -241,6 +358,10 @@ main(void)
 	tc = tcase_create("renewal");
 	tcase_add_test(tc,
 	    test_session_renewal_queued_over_a_reconnect_keeps_its_send_time);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("join");
+	tcase_add_test(tc, test_a_joiner_assigns_once_it_knows_the_leaders);
+	tcase_add_test(tc, test_a_joiner_waits_for_the_leaders_at_most_half_t);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
