@@ -226,14 +226,14 @@ def test_a_join_into_a_standing_fleet_does_not_wait_the_window(agents):
     cold start, when members join in a burst: an agent started into a
     fleet whose members have stood still assigns as soon as it has read
     them (their nodes' ctimes are older than its own by the window's
-    span), and says so at debug level."""
+    span) and every partition's claim, and says so at debug level."""
     n = 1024                            # a span of 256 ms at T = 2 s
     first = [ph.new_part_agent(agents, x, count=n, session_timeout="2s", log_level="debug")
              for x in ("a", "b")]
     ph.wait_settled(first, names(n), timeout=60 * SLOW)
     c = ph.new_part_agent(agents, "c", count=n, session_timeout="2s", log_level="debug")
     ph.wait_settled(first + [c], names(n), timeout=60 * SLOW)
-    said = "the members stood still before we joined; assigning now"
+    said = "the members stood still before we joined; assigning once every claim is read"
     assert said in c.log_text(10**8), c.log_text(10**8)[-3000:]
 
 
