@@ -120,6 +120,9 @@ struct zk {
 	struct fleet	*fleet;		/* the session and its elections */
 	struct zk_cb	 cb;		/* what we report upward */
 	zhandle_t	*zh;
+	zhandle_t	*retiring;	/* a dead session's, closed later */
+	uint64_t	 retire_by;	/* at the latest */
+	struct event	*ev_retire;
 	int		 reqs_live;	/* zk_reqs not yet freed (atomic) */
 	struct held_queues held;	/* held back (zk_hold; held.h) */
 	struct event	*ev_exit;	/* a stop waits for them (zk_exit) */
@@ -292,14 +295,19 @@ static void
 zk_exit_check(struct zk *zk)
 {
 	struct timeval tv = { 0, 20 * 1000 };
+	int live = __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE);
 
 	if (!zk->exiting)
 		return;
-	if (__atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE) > 0 &&
-	    zk->zh != NULL && zoo_state(zk->zh) == ZOO_CONNECTED_STATE &&
-	    clock_now_ms() < zk->exit_by) {
-		evtimer_add(zk->ev_exit, &tv);
-		return;
+	if (live > 0 && zk->zh != NULL &&
+	    zoo_state(zk->zh) == ZOO_CONNECTED_STATE) {
+		if (clock_now_ms() < zk->exit_by) {
+			evtimer_add(zk->ev_exit, &tv);
+			return;
+		}
+		log_warnx("zookeeper: %d request%s had no answer within %d ms "
+		    "of the stop; closing the session all the same", live,
+		    live == 1 ? "" : "s", ZK_EXIT_DRAIN_MS);
 	}
 	if (zk->exit_linger_ms > 0) {
 		tv.tv_sec = zk->exit_linger_ms / 1000;
@@ -1040,6 +1048,48 @@ zk_reopen_cb(evutil_socket_t fd, short what, void *arg)
 	zk_handle_open(arg);
 }
 
+/*
+ * A session that is over (expired, or its authentication failed) ends with
+ * its handle closed and a new one opened. The client has told us of the
+ * end first, and then fakes an answer for every request still out on it
+ * (cleanup_bufs), which its completion thread hands over. Closing the
+ * handle at once raced that thread: zookeeper_close stops it, and the
+ * answers it had not handed over yet were dropped, with our requests,
+ * which then counted as out for ever (every later stop waited its whole
+ * ZK_EXIT_DRAIN_MS; tests/integration/test_partitions_core.py). So the
+ * old handle is closed, and the new one opened, once no request is out
+ * (no new one is sent meanwhile: there is no handle), or ZK_RETIRE_MS
+ * later at the latest.
+ */
+#define ZK_RETIRE_MS	250
+
+static void
+zk_retire_check(struct zk *zk)
+{
+	struct timeval tv = { 0, 5 * 1000 };
+	int live = __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE);
+
+	if (zk->retiring == NULL)
+		return;
+	if (live > 0 && clock_now_ms() < zk->retire_by) {
+		evtimer_add(zk->ev_retire, &tv);
+		return;
+	}
+	if (live > 0)
+		log_warnx("zookeeper: %d request%s on the session that ended "
+		    "had no answer within %d ms; closing it all the same",
+		    live, live == 1 ? "" : "s", ZK_RETIRE_MS);
+	zookeeper_close(zk->retiring);
+	zk->retiring = NULL;
+	zk_handle_open(zk);
+}
+
+static void
+zk_retire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	zk_retire_check(arg);
+}
+
 static struct zk_req *
 zk_req_new(struct zk *zk, struct part *pt, enum zk_kind kind, const char *name)
 {
@@ -1748,12 +1798,14 @@ zk_perform(struct zk *zk, const struct fleet_actions *out)
 		case FACT_NEW_SESSION:
 			/* Rule 8; we are in the loop, not a ZooKeeper
 			 * callback. */
-			if (zk->zh != NULL)
-				zookeeper_close(zk->zh);
+			if (zk->retiring != NULL)
+				break;	/* its close opens the next */
+			zk->retiring = zk->zh;
+			zk->retire_by = clock_now_ms() + ZK_RETIRE_MS;
 			zk->zh = NULL;
 			/* What the old session held back fails with it. */
 			zk_release_held(zk);
-			zk_handle_open(zk);
+			zk_retire_check(zk);
 			break;
 		case FACT_EXIT:
 			zk_exit(zk, (int)fa->linger_ms);
@@ -1986,6 +2038,7 @@ zk_open(struct agent *agent, const struct zk_cb *cb)
 	    ZOO_LOG_LEVEL_ERROR);
 	zk->ev_nag = evtimer_new(agent->base, zk_nag_cb, zk);
 	zk->ev_exit = evtimer_new(agent->base, zk_exit_cb, zk);
+	zk->ev_retire = evtimer_new(agent->base, zk_retire_cb, zk);
 	zk_resolve_servers(zk, false);
 	log_info("zookeeper: connecting to %s", conf->zk_servers);
 	zk_handle_open(zk);
@@ -2001,6 +2054,8 @@ zk_close(struct zk *zk)
 		return;
 	/* Closing ends the session: ZooKeeper drops our ephemeral node at
 	 * once, which a successor sees as a deletion. */
+	if (zk->retiring != NULL)
+		zookeeper_close(zk->retiring);
 	if (zk->zh != NULL)
 		zookeeper_close(zk->zh);
 	zk_probe_end(zk);
@@ -2015,6 +2070,8 @@ zk_close(struct zk *zk)
 	event_free(zk->ev_nag);
 	if (zk->ev_exit != NULL)
 		event_free(zk->ev_exit);
+	if (zk->ev_retire != NULL)
+		event_free(zk->ev_retire);
 	pthread_mutex_destroy(&zk->lock);
 	free(zk->addrs);
 	zk->fleet->stepped = NULL;
