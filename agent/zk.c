@@ -299,8 +299,10 @@ zk_exit_check(struct zk *zk)
 
 	if (!zk->exiting)
 		return;
-	if (live > 0 && zk->zh != NULL &&
-	    zoo_state(zk->zh) == ZOO_CONNECTED_STATE) {
+	/* A dead session's handle waits for its answers as in a new
+	 * session (zk_retire_check), and closes without opening one. */
+	if (live > 0 && (zk->retiring != NULL || (zk->zh != NULL &&
+	    zoo_state(zk->zh) == ZOO_CONNECTED_STATE))) {
 		if (clock_now_ms() < zk->exit_by) {
 			evtimer_add(zk->ev_exit, &tv);
 			return;
@@ -1075,10 +1077,12 @@ zk_retire_check(struct zk *zk)
 		evtimer_add(zk->ev_retire, &tv);
 		return;
 	}
-	if (live > 0)
+	if (live > 0 && !zk->exiting)
 		log_warnx("zookeeper: %d request%s on the session that ended "
 		    "had no answer within %d ms; closing it all the same",
 		    live, live == 1 ? "" : "s", ZK_RETIRE_MS);
+	if (zk->exiting)
+		return;		/* zk_exit_check waits, zk_close closes */
 	zookeeper_close(zk->retiring);
 	zk->retiring = NULL;
 	zk_handle_open(zk);
