@@ -693,14 +693,13 @@ fleet_actions_free(struct fleet_actions *out)
 static uint64_t
 fleet_assign_due(const struct fleet *f)
 {
-	uint64_t t;
+	uint64_t t, end;
 
 	if (!f->assign_owed)
 		return 0;
 	t = f->assigned_at != 0 ? f->assigned_at + FLEET_ASSIGN_GAP_MS : 1;
-	if (f->join_until != 0 && fleet_join_end(f) > t)
-		return fleet_join_end(f);
-	return t;
+	end = f->join_until != 0 ? fleet_join_end(f) : 0;
+	return end > t ? end : t;
 }
 
 /*
@@ -741,7 +740,8 @@ fleet_join_end(const struct fleet *f)
 	return f->join_until;
 }
 
-/* A partition's claim was read: once all are, the window may end. */
+/* A partition's claim was read: once all are, the window may end (the
+ * assignment it held back is owed, and the next flush makes it). */
 static void
 fleet_look(struct fleet *f, struct part *pt)
 {
@@ -749,8 +749,7 @@ fleet_look(struct fleet *f, struct part *pt)
 	    !pt->e.claim_absent))
 		return;
 	pt->looked = true;
-	if (++f->nlooked == f->nparts && f->join_until != 0)
-		f->assign_owed = true;
+	f->nlooked++;
 }
 
 /*

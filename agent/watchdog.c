@@ -11,13 +11,13 @@
  * T/WATCHDOG_BEAT (T: the negotiated session timeout; main.c says when);
  * when this thread has watched it stay silent for T/2, it kills the
  * process with SIGKILL. Silence counts from the last beat, idle time
- * included, so a stall shorter than T/2 - T/6 = T/3 never kills. The pings stop
- * with it, the server expires the session at most T (rounded up to a tick)
- * after the last one, and the successor, woken by the deletion of our
- * node, claims. A process that is dead answers nothing, so nothing it says
- * can overlap its successor's term; a loop that resumes before the bound
- * answers through the lease check as always, and its first beat says how
- * long it was silent if that was T/4 or more.
+ * included, so a stall shorter than T/2 - T/6 = T/3 never kills. The
+ * pings stop with it, the server expires the session at most T (rounded
+ * up to a tick) after the last one, and the successor, woken by the
+ * deletion of our node, claims. A process that is dead answers nothing,
+ * so nothing it says can overlap its successor's term; a loop that
+ * resumes before the bound answers through the lease check as always,
+ * and its first beat says how long it was silent if that was T/4 or more.
  *
  * Far from T/2 of silence this thread sleeps until a little before it (a
  * second at most), not a beat at a time: waking it at every beat cost as

@@ -1071,18 +1071,17 @@ zk_retire_check(struct zk *zk)
 	struct timeval tv = { 0, 5 * 1000 };
 	int live = __atomic_load_n(&zk->reqs_live, __ATOMIC_ACQUIRE);
 
-	if (zk->retiring == NULL)
+	/* While stopping, zk_exit_check waits and zk_close closes. */
+	if (zk->retiring == NULL || zk->exiting)
 		return;
 	if (live > 0 && clock_now_ms() < zk->retire_by) {
 		evtimer_add(zk->ev_retire, &tv);
 		return;
 	}
-	if (live > 0 && !zk->exiting)
+	if (live > 0)
 		log_warnx("zookeeper: %d request%s on the session that ended "
 		    "had no answer within %d ms; closing it all the same",
 		    live, live == 1 ? "" : "s", ZK_RETIRE_MS);
-	if (zk->exiting)
-		return;		/* zk_exit_check waits, zk_close closes */
 	zookeeper_close(zk->retiring);
 	zk->retiring = NULL;
 	zk_handle_open(zk);

@@ -186,38 +186,7 @@ def one_row(n, args):
             row["notes"].append("after the window: %s" % before.note)
             return row
 
-        # leave: the oldest member
-        ctimes = {m.id: side.member_ctime(m) for m in ms}
-        leaver = min(ms, key=lambda m: ctimes[m.id])
-        rest = [m for m in ms if m is not leaver]
-        bl.quiet(args.quiet)
-        t0 = time.monotonic()
-        side.term(leaver)
-        s = pb.wait_settled(side, rest, t0, args.timeout, args.interval)
-        rc = side.wait_exit(leaver)
-        if rc != 0:
-            row["notes"].append("%s exited %s after SIGTERM" % (leaver.id, rc))
-        row["leave"] = s
-        if not s.ok:
-            return row
-        mv = pb.moved(before.owners, s.owners)
-        row["leave_moved"] = len(mv)
-        row["leave_bound"] = sum(1 for o in before.owners.values() if o == leaver.id)
-        row["leave_others"] = sum(1 for p in mv if before.owners[p] != leaver.id)
-
-        # join: the same agent again, from its member node's creation
-        before = s
-        bl.quiet(args.quiet)
-        side.start(leaver)
-        s = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
-        row["join"] = s
-        if not s.ok:
-            return row
-        s.secs = s.wall - side.member_ctime(leaver) / 1000.0
-        mv = pb.moved(before.owners, s.owners)
-        row["join_moved"] = len(mv)
-        row["join_bound"] = math.ceil(n / k)
-        row["join_elsewhere"] = sum(1 for p in mv if s.owners[p] != leaver.id)
+        leave_then_join(side, ms, before, row, args)
         side.check_deaths(ms)
     finally:
         side.check_deaths([m for m in ms if m.proc is not None])
@@ -376,15 +345,12 @@ def cold_compare(sizes, args, base_bin):
                 n, a[0] / b[0], a[1] / b[1], a[2] / b[2]), flush=True)
 
 
-def leave_join(side, ms, args):
-    """The oldest member leaves (SIGTERM) and starts again, each timed as
-    in a row: (leave s, moved, bound, join s, moved, bound, moved
-    elsewhere), or None if a phase did not settle or an agent died."""
+def leave_then_join(side, ms, before, row, args):
+    """The oldest member leaves (SIGTERM) and starts again; into row: the
+    leave and the join (Settle), each timed as the module's doc says, and
+    the partitions each moved against its bound. BEFORE: the settle before
+    the leave. Stops at a phase that did not settle."""
     n, k = side.n, len(ms)
-    bl.quiet(args.quiet)
-    before = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
-    if not before.ok:
-        return None
     ctimes = {m.id: side.member_ctime(m) for m in ms}
     leaver = min(ms, key=lambda m: ctimes[m.id])
     rest = [m for m in ms if m is not leaver]
@@ -393,23 +359,47 @@ def leave_join(side, ms, args):
     side.term(leaver)
     s = pb.wait_settled(side, rest, t0, args.timeout, args.interval)
     rc = side.wait_exit(leaver)
-    if not s.ok or rc != 0:
-        return None
+    if rc != 0:
+        row["notes"].append("%s exited %s after SIGTERM" % (leaver.id, rc))
+    row["leave"] = s
+    if not s.ok:
+        return
     mv = pb.moved(before.owners, s.owners)
-    leave = (s.secs, len(mv), sum(1 for o in before.owners.values() if o == leaver.id))
+    row["leave_moved"] = len(mv)
+    row["leave_bound"] = sum(1 for o in before.owners.values() if o == leaver.id)
+    row["leave_others"] = sum(1 for p in mv if before.owners[p] != leaver.id)
+
+    # join: the same agent again, from its member node's creation
     before = s
     bl.quiet(args.quiet)
     side.start(leaver)
     s = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+    row["join"] = s
     if not s.ok:
-        return None
+        return
+    s.secs = s.wall - side.member_ctime(leaver) / 1000.0
     mv = pb.moved(before.owners, s.owners)
-    side.check_deaths(ms)
-    if side.deaths:
+    row["join_moved"] = len(mv)
+    row["join_bound"] = math.ceil(n / k)
+    row["join_elsewhere"] = sum(1 for p in mv if s.owners[p] != leaver.id)
+
+
+def leave_join(side, ms, args):
+    """One leave and join as in a row: (leave s, moved, bound, join s,
+    moved, bound, moved elsewhere), or None if a phase did not settle, the
+    leaver's exit failed or an agent died."""
+    bl.quiet(args.quiet)
+    before = pb.wait_settled(side, ms, time.monotonic(), args.timeout, args.interval)
+    if not before.ok:
         return None
-    return leave + (s.wall - side.member_ctime(leaver) / 1000.0, len(mv),
-                    math.ceil(n / k),
-                    sum(1 for p in mv if s.owners[p] != leaver.id))
+    row = {"notes": []}
+    leave_then_join(side, ms, before, row, args)
+    side.check_deaths(ms)
+    if row["notes"] or "join" not in row or not row["join"].ok or side.deaths:
+        return None
+    return (row["leave"].secs, row["leave_moved"], row["leave_bound"],
+            row["join"].secs, row["join_moved"], row["join_bound"],
+            row["join_elsewhere"])
 
 
 def moves_compare(sizes, args, base_bin):

@@ -322,6 +322,29 @@ START_TEST(test_a_joiner_assigns_once_it_knows_the_leaders)
 }
 END_TEST
 
+/* A read that finds no claim node counts as read too: no leader to keep. */
+START_TEST(test_a_joiner_counts_a_claim_found_absent_as_read)
+{
+	static char buf[][2] = { "0", "1", "2", "3" };
+	char *names[] = { buf[0], buf[1], buf[2], buf[3] };
+	struct fleet f;
+	uint64_t now = T0 + 10;
+	int i;
+
+	fleet_of(&f, names, 4);
+	session(&f, SESSION_CONNECTED, SID, T0);
+	join_standing(&f, now);
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(assigned_count(&f), 0);
+		(void)step_flush(&f, FEV_ELECTION, i, (struct election_event){
+		    .type = EV_CLAIM_DATA, .rc = ZNONODE,
+		    .gen = f.parts[i].e.gen, .now = now + 1 + i });
+	}
+	ck_assert_int_eq(assigned_count(&f), 2);
+	fleet_free(&f);
+}
+END_TEST
+
 /* ... but it does not wait longer than T/2 from its node's creation. */
 START_TEST(test_a_joiner_waits_for_the_leaders_at_most_half_t)
 {
@@ -361,6 +384,7 @@ main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("join");
 	tcase_add_test(tc, test_a_joiner_assigns_once_it_knows_the_leaders);
+	tcase_add_test(tc, test_a_joiner_counts_a_claim_found_absent_as_read);
 	tcase_add_test(tc, test_a_joiner_waits_for_the_leaders_at_most_half_t);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
